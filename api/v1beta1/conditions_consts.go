@@ -1,0 +1,57 @@
+package v1beta1
+
+// Condition types and reasons, positive polarity (Cluster API v1beta2 conventions). Each Packet
+// resource the controllers manage owns one condition; Ready summarises them. The Cluster API
+// reasons (clusterv1.ReadyReason, DeletingReason, PausedCondition ...) are used where they fit.
+
+// PacketCluster conditions.
+const (
+	// ControlPlaneEndpointReadyCondition is True once spec.controlPlaneEndpoint points at a reserved
+	// (or user-supplied) address.
+	ControlPlaneEndpointReadyCondition = "ControlPlaneEndpointReady"
+	// BGPReadyCondition is True once the project's BGP is configured (KUBE_VIP only).
+	BGPReadyCondition = "BGPReady"
+)
+
+// PacketMachine conditions.
+const (
+	// DeviceReadyCondition is True once the machine's device is active.
+	DeviceReadyCondition = "DeviceReady"
+	// ElasticIPAssignedCondition is True once a CPEM control plane's device holds the cluster's
+	// elastic IP, or when the machine needs none.
+	ElasticIPAssignedCondition = "ElasticIPAssigned"
+	// BGPSessionReadyCondition is True once a KUBE_VIP control plane's device has a BGP session,
+	// or when the machine needs none.
+	BGPSessionReadyCondition = "BGPSessionReady"
+)
+
+// Conditions shared by both kinds.
+const (
+	// PacketAPIAvailableCondition is False while the Packet API refuses the provider's calls
+	// (rate limit, invalid credentials, outage).
+	PacketAPIAvailableCondition = "PacketAPIAvailable"
+)
+
+// Reasons.
+const (
+	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
+	WaitingForBootstrapDataReason         = "WaitingForBootstrapData"
+	WaitingForIPReservationReason         = "WaitingForIPReservation"
+	ElasticIPReservedReason               = "ElasticIPReserved"
+	UserSuppliedEndpointReason            = "UserSuppliedEndpoint"
+	EMLBNotSupportedReason                = "EMLBNotSupported"
+	QuotaExceededReason                   = "QuotaExceeded"
+	RateLimitedReason                     = "RateLimited"
+	CredentialsInvalidReason              = "CredentialsInvalid"
+	PacketAPIErrorReason                  = "PacketAPIError"
+	InvalidRequestReason                  = "InvalidRequest"
+	DeviceProvisioningReason              = "DeviceProvisioning"
+	DeviceActiveReason                    = "DeviceActive"
+	DeviceProvisionFailedReason           = "DeviceProvisionFailed"
+	DeviceNotFoundReason                  = "DeviceNotFound"
+	DeviceInactiveReason                  = "DeviceInactive"
+	HardwareReservationUnavailableReason  = "HardwareReservationUnavailable"
+	CapacityUnavailableReason             = "CapacityUnavailable"
+	BootstrapDataInvalidReason            = "BootstrapDataInvalid"
+	NotNeededReason                       = "NotNeeded"
+)

@@ -1,0 +1,177 @@
+// Command manager runs the Cluster API infrastructure provider for Packet (Equinix Metal).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
+	logsv1 "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/flags"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/version"
+)
+
+var (
+	scheme   = runtime.NewScheme()
+	setupLog = ctrl.Log.WithName("setup")
+)
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = clusterv1.AddToScheme(scheme)
+	_ = infrav1.AddToScheme(scheme)
+}
+
+// options are the manager's command-line flags.
+type options struct {
+	leaderElect                 bool
+	leaderElectionNamespace     string
+	leaderElectionLeaseDuration time.Duration
+	leaderElectionRenewDeadline time.Duration
+	leaderElectionRetryPeriod   time.Duration
+	watchNamespace              string
+	watchFilterValue            string
+	syncPeriod                  time.Duration
+	restConfigQPS               float32
+	restConfigBurst             int
+	healthAddr                  string
+	profilerAddress             string
+	webhookPort                 int
+	webhookCertDir              string
+	packetAPIURL                string
+	manager                     flags.ManagerOptions
+	logs                        *logs.Options
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	logsv1.AddFlags(o.logs, fs)
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Enable leader election, so that only one manager replica reconciles at a time.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election lease; defaults to the manager's own namespace.")
+	fs.DurationVar(&o.leaderElectionLeaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long non-leaders wait before forcing a takeover of leadership.")
+	fs.DurationVar(&o.leaderElectionRenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader retries renewing leadership before giving up.")
+	fs.DurationVar(&o.leaderElectionRetryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How long leader election clients wait between tries.")
+	fs.StringVar(&o.watchNamespace, "namespace", "",
+		"Namespace to watch for Cluster API objects; all namespaces when empty.")
+	fs.StringVar(&o.watchFilterValue, "watch-filter", "",
+		fmt.Sprintf("Only reconcile objects whose %s label has this value; all objects when empty.", clusterv1.WatchLabel))
+	fs.DurationVar(&o.syncPeriod, "sync-period", 10*time.Minute,
+		"Minimum interval at which every watched object is reconciled again.")
+	fs.Float32Var(&o.restConfigQPS, "kube-api-qps", 20,
+		"Maximum queries per second to the management cluster's Kubernetes API.")
+	fs.IntVar(&o.restConfigBurst, "kube-api-burst", 30,
+		"Maximum burst of queries to the management cluster's Kubernetes API.")
+	fs.StringVar(&o.healthAddr, "health-addr", ":9440",
+		"Address the health and readiness probes bind to.")
+	fs.StringVar(&o.profilerAddress, "profiler-address", "",
+		"Address to expose the pprof profiler on (for example localhost:6060); off when empty.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/",
+		"Directory holding the webhook server's tls.crt and tls.key.")
+	fs.StringVar(&o.packetAPIURL, "packet-api-url", envOr("PACKET_API_URL", "https://api.equinix.com/metal/v1/"),
+		"Base URL of the Packet API (env PACKET_API_URL); point it at packetsim for local work.")
+	flags.AddManagerOptions(fs, &o.manager)
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func main() {
+	opts := &options{logs: logs.NewOptions()}
+	opts.addFlags(pflag.CommandLine)
+	pflag.CommandLine.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
+	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
+	pflag.Parse()
+
+	if err := logsv1.ValidateAndApply(opts.logs, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "invalid logging flags: %v\n", err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(klog.Background())
+
+	if err := run(opts); err != nil {
+		setupLog.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}
+
+func run(opts *options) error {
+	setupLog.Info("Starting cluster-api-provider-packet", "version", version.Get(), "packetAPIURL", opts.packetAPIURL)
+
+	tlsOptions, metricsOptions, err := flags.GetManagerOptions(opts.manager)
+	if err != nil {
+		return fmt.Errorf("invalid flags: %w", err)
+	}
+
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS = opts.restConfigQPS
+	restConfig.Burst = opts.restConfigBurst
+	restConfig.UserAgent = "cluster-api-provider-packet/" + version.Get()
+
+	var defaultNamespaces map[string]cache.Config
+	if opts.watchNamespace != "" {
+		defaultNamespaces = map[string]cache.Config{opts.watchNamespace: {}}
+	}
+
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                     scheme,
+		LeaderElection:             opts.leaderElect,
+		LeaderElectionID:           "controller-leader-election-capp",
+		LeaderElectionNamespace:    opts.leaderElectionNamespace,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              &opts.leaderElectionLeaseDuration,
+		RenewDeadline:              &opts.leaderElectionRenewDeadline,
+		RetryPeriod:                &opts.leaderElectionRetryPeriod,
+		HealthProbeBindAddress:     opts.healthAddr,
+		PprofBindAddress:           opts.profilerAddress,
+		Metrics:                    *metricsOptions,
+		Cache: cache.Options{
+			DefaultNamespaces: defaultNamespaces,
+			SyncPeriod:        &opts.syncPeriod,
+		},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: false}},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port:    opts.webhookPort,
+			CertDir: opts.webhookCertDir,
+			TLSOpts: tlsOptions,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding ready check: %w", err)
+	}
+
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

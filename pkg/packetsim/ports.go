@@ -1,0 +1,395 @@
+package packetsim
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// newPorts gives a device the default layer-3 bonded layout: bond0 with
+// eth0 and eth1, from which packngo derives network type "layer3".
+func (s *Server) newPorts(d *Device) []Port {
+	mac := func(n int) string {
+		return fmt.Sprintf("b8:ce:f6:%s:%s:%02x", d.ID[0:2], d.ID[2:4], n)
+	}
+	ports := []Port{
+		{ID: uuid.NewString(), Name: "bond0", Type: "NetworkBondPort", Bonded: true, NetworkType: "layer3"},
+		{ID: uuid.NewString(), Name: "eth0", Type: "NetworkPort", MAC: mac(0), Bonded: true, BondName: "bond0"},
+		{ID: uuid.NewString(), Name: "eth1", Type: "NetworkPort", MAC: mac(1), Bonded: true, BondName: "bond0"},
+	}
+	for _, p := range ports {
+		s.st.portOwner[p.ID] = d.ID
+	}
+	return ports
+}
+
+// port finds a port and its device under a held lock.
+func (s *Server) port(r *http.Request) (*Device, *Port, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return nil, nil, err
+	}
+	d := s.st.Devices[s.st.portOwner[id]]
+	if d == nil {
+		return nil, nil, notFound()
+	}
+	if !s.tokenAllows(r, d.ProjectID) {
+		return nil, nil, forbidden("port")
+	}
+	for i := range d.Ports {
+		if d.Ports[i].ID == id {
+			return d, &d.Ports[i], nil
+		}
+	}
+	return nil, nil, notFound()
+}
+
+func (s *Server) getPort(w http.ResponseWriter, r *http.Request) {
+	s.readLock()
+	defer s.mu.RUnlock()
+	d, p, err := s.port(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, s.renderPort(d, p))
+}
+
+// resolveVLAN accepts a virtual network UUID or a VXLAN number.
+func (s *Server) resolveVLAN(projectID, vnid string) *VirtualNetwork {
+	if isUUID(vnid) {
+		if vn := s.st.VirtualNetworks[strings.ToLower(vnid)]; vn != nil && vn.ProjectID == projectID {
+			return vn
+		}
+		return nil
+	}
+	n, err := strconv.Atoi(vnid)
+	if err != nil {
+		return nil
+	}
+	for _, vn := range s.st.VirtualNetworks {
+		if vn.ProjectID == projectID && vn.VXLAN == n {
+			return vn
+		}
+	}
+	return nil
+}
+
+// updateNetworkType recomputes bond0's network type from the layout.
+func updateNetworkType(d *Device) {
+	bond := &d.Ports[0]
+	allBonded, vlans := true, 0
+	for _, p := range d.Ports {
+		allBonded = allBonded && p.Bonded
+		vlans += len(p.VLANs)
+	}
+	switch {
+	case bond.NetworkType == "layer2-bonded" || bond.NetworkType == "layer2-individual":
+		if !allBonded {
+			bond.NetworkType = "layer2-individual"
+		} else {
+			bond.NetworkType = "layer2-bonded"
+		}
+	case !allBonded:
+		bond.NetworkType = "hybrid"
+	case vlans > 0:
+		bond.NetworkType = "hybrid-bonded"
+	default:
+		bond.NetworkType = "layer3"
+	}
+}
+
+// portAction serves assign, unassign, bond and disbond.
+func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		VNID        string `json:"vnid"`
+		BulkEnable  bool   `json:"bulk_enable"`
+		BulkDisable bool   `json:"bulk_disable"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	now := s.writeLock()
+	body, err := func() (any, error) {
+		d, p, err := s.port(r)
+		if err != nil {
+			return nil, err
+		}
+		switch r.PathValue("op") {
+		case "assign", "unassign":
+			vn := s.resolveVLAN(d.ProjectID, req.VNID)
+			if vn == nil {
+				return nil, errorf(http.StatusUnprocessableEntity, "Virtual network not found")
+			}
+			if vn.Metro != d.Metro {
+				return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is not in the device's metro")
+			}
+			if r.PathValue("op") == "assign" {
+				if hasTag(p.VLANs, vn.ID) {
+					return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is already assigned to this port")
+				}
+				p.VLANs = append(p.VLANs, vn.ID)
+			} else {
+				if !hasTag(p.VLANs, vn.ID) {
+					return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is not assigned to this port")
+				}
+				p.VLANs = removeID(p.VLANs, vn.ID)
+				if p.NativeVLAN == vn.ID {
+					p.NativeVLAN = ""
+				}
+			}
+		case "bond":
+			for i := range d.Ports {
+				if d.Ports[i].ID == p.ID || req.BulkEnable {
+					d.Ports[i].Bonded = true
+				}
+			}
+		case "disbond":
+			for i := range d.Ports {
+				if d.Ports[i].ID == p.ID || req.BulkDisable && d.Ports[i].Type == "NetworkPort" {
+					if d.Ports[i].Type == "NetworkBondPort" && !req.BulkDisable {
+						return nil, errorf(http.StatusUnprocessableEntity, "Hardware invalid server type")
+					}
+					d.Ports[i].Bonded = d.Ports[i].Type == "NetworkBondPort" && !req.BulkDisable
+				}
+			}
+		default:
+			return nil, notFound()
+		}
+		updateNetworkType(d)
+		d.UpdatedAt = now
+		return s.renderPort(d, p), nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusOK, body, err)
+}
+
+// portConvert serves convert/layer-2 (the device loses its management IP
+// assignments) and convert/layer-3 (they come back; VLANs must be gone).
+func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
+	now := s.writeLock()
+	body, err := func() (any, error) {
+		d, p, err := s.port(r)
+		if err != nil {
+			return nil, err
+		}
+		if p.Type != "NetworkBondPort" {
+			return nil, errorf(http.StatusUnprocessableEntity, "Port must be a bond port")
+		}
+		switch r.PathValue("layer") {
+		case "layer-2":
+			p.NetworkType = "layer2-bonded"
+			for _, aid := range append([]string(nil), d.IPAssignmentIDs...) {
+				if a := s.st.IPAssignments[aid]; a != nil && a.Management {
+					s.deleteAssignment(aid)
+				}
+			}
+		case "layer-3":
+			for _, port := range d.Ports {
+				if len(port.VLANs) > 0 {
+					return nil, errorf(http.StatusUnprocessableEntity, "Virtual networks must be unassigned before converting to layer 3")
+				}
+			}
+			p.NetworkType = "layer3"
+			for i := range d.Ports {
+				d.Ports[i].Bonded = true
+			}
+			if err := s.allocateManagementIPs(d, now); err != nil {
+				return nil, errorf(http.StatusUnprocessableEntity, err.Error())
+			}
+		default:
+			return nil, notFound()
+		}
+		updateNetworkType(d)
+		d.UpdatedAt = now
+		return s.renderPort(d, p), nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusOK, body, err)
+}
+
+func (s *Server) portNativeVLAN(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		VNID string `json:"vnid"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if v := r.URL.Query().Get("vnid"); v != "" {
+		req.VNID = v
+	}
+	s.writeLock()
+	body, err := func() (any, error) {
+		d, p, err := s.port(r)
+		if err != nil {
+			return nil, err
+		}
+		if r.Method == http.MethodDelete {
+			p.NativeVLAN = ""
+			return s.renderPort(d, p), nil
+		}
+		vn := s.resolveVLAN(d.ProjectID, req.VNID)
+		if vn == nil || !hasTag(p.VLANs, vn.ID) {
+			return nil, errorf(http.StatusUnprocessableEntity, "Virtual network must be assigned to the port before it can be native")
+		}
+		p.NativeVLAN = vn.ID
+		return s.renderPort(d, p), nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusOK, body, err)
+}
+
+func (s *Server) renderVirtualNetwork(vn *VirtualNetwork) map[string]any {
+	out := map[string]any{"id": vn.ID, "description": vn.Description, "vxlan": vn.VXLAN, "metro_code": vn.Metro,
+		"created_at": rfc3339(vn.CreatedAt), "href": apiPrefix + "/virtual-networks/" + vn.ID,
+		"assigned_to": href{Href: apiPrefix + "/projects/" + vn.ProjectID}, "metro": s.catalog.metro(vn.Metro).json}
+	if vn.Facility != "" {
+		out["facility_code"] = vn.Facility
+		out["facility"] = s.catalog.facility(vn.Facility).json
+	}
+	return out
+}
+
+func (s *Server) listVirtualNetworks(w http.ResponseWriter, r *http.Request) {
+	projectID, err := pathID(r, "id")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.readLock()
+	defer s.mu.RUnlock()
+	if _, err := s.project(r, projectID); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	metro := r.URL.Query().Get("metro")
+	out := []any{}
+	for _, id := range s.st.VNOrder {
+		vn := s.st.VirtualNetworks[id]
+		if vn.ProjectID == projectID && (metro == "" || strings.EqualFold(metro, vn.Metro)) {
+			out = append(out, s.renderVirtualNetwork(vn))
+		}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"virtual_networks": out})
+}
+
+func (s *Server) createVirtualNetwork(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Description string `json:"description"`
+		Metro       string `json:"metro"`
+		Facility    string `json:"facility"`
+		VXLAN       int    `json:"vxlan"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	projectID, err := pathID(r, "id")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	now := s.writeLock()
+	body, err := func() (any, error) {
+		if _, err := s.project(r, projectID); err != nil {
+			return nil, err
+		}
+		vn := &VirtualNetwork{ID: uuid.NewString(), ProjectID: projectID, Description: req.Description, CreatedAt: now}
+		switch {
+		case req.Metro != "":
+			m := s.catalog.metro(req.Metro)
+			if m == nil {
+				return nil, errorf(http.StatusUnprocessableEntity, "Metro is not valid")
+			}
+			vn.Metro = m.Code
+		case req.Facility != "":
+			f := s.catalog.facility(req.Facility)
+			if f == nil {
+				return nil, errorf(http.StatusUnprocessableEntity, "Facility is not valid")
+			}
+			vn.Metro, vn.Facility = f.metro.Code, f.Code
+		default:
+			return nil, errorf(http.StatusUnprocessableEntity, "Metro can't be blank")
+		}
+		used := map[int]bool{}
+		for _, other := range s.st.VirtualNetworks {
+			if other.ProjectID == projectID && other.Metro == vn.Metro {
+				used[other.VXLAN] = true
+			}
+		}
+		if req.VXLAN != 0 {
+			if req.VXLAN < 2 || req.VXLAN > 3999 || used[req.VXLAN] {
+				return nil, errorf(http.StatusUnprocessableEntity, "Vxlan is invalid or already taken")
+			}
+			vn.VXLAN = req.VXLAN
+		} else {
+			for n := 1000; n <= 1999; n++ {
+				if !used[n] {
+					vn.VXLAN = n
+					break
+				}
+			}
+			if vn.VXLAN == 0 {
+				return nil, errorf(http.StatusUnprocessableEntity, "No free VXLAN left in 1000-1999")
+			}
+		}
+		s.st.VirtualNetworks[vn.ID] = vn
+		s.st.VNOrder = append(s.st.VNOrder, vn.ID)
+		return s.renderVirtualNetwork(vn), nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusCreated, body, err)
+}
+
+func (s *Server) virtualNetwork(r *http.Request) (*VirtualNetwork, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return nil, err
+	}
+	vn := s.st.VirtualNetworks[id]
+	if vn == nil {
+		return nil, notFound()
+	}
+	if !s.tokenAllows(r, vn.ProjectID) {
+		return nil, forbidden("virtual network")
+	}
+	return vn, nil
+}
+
+func (s *Server) getVirtualNetwork(w http.ResponseWriter, r *http.Request) {
+	s.readLock()
+	defer s.mu.RUnlock()
+	vn, err := s.virtualNetwork(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, s.renderVirtualNetwork(vn))
+}
+
+func (s *Server) deleteVirtualNetwork(w http.ResponseWriter, r *http.Request) {
+	s.writeLock()
+	err := func() error {
+		vn, err := s.virtualNetwork(r)
+		if err != nil {
+			return err
+		}
+		for _, d := range s.st.Devices {
+			for _, p := range d.Ports {
+				if hasTag(p.VLANs, vn.ID) {
+					return errorf(http.StatusUnprocessableEntity, "Virtual network is still assigned to ports and cannot be deleted")
+				}
+			}
+		}
+		delete(s.st.VirtualNetworks, vn.ID)
+		s.st.VNOrder = removeID(s.st.VNOrder, vn.ID)
+		return nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusNoContent, nil, err)
+}

@@ -1,0 +1,303 @@
+package packetsim
+
+import (
+	"encoding/json"
+	"net/netip"
+	"time"
+)
+
+// JSON shapes of the API. They follow what packngo v0.31.0 decodes and avoid
+// the shapes that break it (reference section 1.9): customdata is always an
+// object, project references are objects, timestamps are RFC 3339.
+
+type deviceJSON struct {
+	ID                     string          `json:"id"`
+	ShortID                string          `json:"short_id"`
+	Href                   string          `json:"href"`
+	Hostname               string          `json:"hostname"`
+	Description            *string         `json:"description"`
+	State                  string          `json:"state"`
+	CreatedAt              string          `json:"created_at"`
+	UpdatedAt              string          `json:"updated_at"`
+	Locked                 bool            `json:"locked"`
+	BillingCycle           string          `json:"billing_cycle"`
+	Tags                   []string        `json:"tags"`
+	IPAddresses            []ipJSON        `json:"ip_addresses"`
+	Volumes                []href          `json:"volumes"`
+	OS                     json.RawMessage `json:"operating_system"`
+	Plan                   json.RawMessage `json:"plan"`
+	Facility               json.RawMessage `json:"facility"`
+	Metro                  json.RawMessage `json:"metro"`
+	Project                any             `json:"project"`
+	ProvisioningEvents     []eventJSON     `json:"provisioning_events,omitempty"`
+	ProvisioningPercentage float64         `json:"provisioning_percentage,omitempty"`
+	UserData               string          `json:"userdata"`
+	RootPassword           string          `json:"root_password,omitempty"`
+	IPXEScriptURL          string          `json:"ipxe_script_url,omitempty"`
+	AlwaysPXE              bool            `json:"always_pxe"`
+	HardwareReservation    any             `json:"hardware_reservation,omitempty"`
+	SpotInstance           bool            `json:"spot_instance"`
+	SpotPriceMax           float64         `json:"spot_price_max,omitempty"`
+	TerminationTime        *string         `json:"termination_time"`
+	NetworkPorts           []portJSON      `json:"network_ports"`
+	CustomData             map[string]any  `json:"customdata"`
+	SSHKeys                []any           `json:"ssh_keys"`
+	SwitchUUID             string          `json:"switch_uuid"`
+	SOS                    string          `json:"sos"`
+	CreatedBy              any             `json:"created_by"`
+}
+
+func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON {
+	fac := s.catalog.facility(d.Facility)
+	out := deviceJSON{ID: d.ID, ShortID: d.ShortID, Href: apiPrefix + "/devices/" + d.ID, Hostname: d.Hostname,
+		State: d.State, CreatedAt: rfc3339(d.CreatedAt), UpdatedAt: rfc3339(d.UpdatedAt), Locked: d.Locked,
+		BillingCycle: d.BillingCycle, Tags: d.Tags, IPAddresses: []ipJSON{}, Volumes: []href{},
+		OS: s.catalog.os(d.OS).json, Plan: s.catalog.plan(d.Plan).jsonLite, Facility: fac.json, Metro: fac.metro.json,
+		UserData: d.UserData, IPXEScriptURL: d.IPXEScriptURL, AlwaysPXE: d.AlwaysPXE, SpotInstance: d.SpotInstance,
+		SpotPriceMax: d.SpotPriceMax, CustomData: d.CustomData, SwitchUUID: stableID("switch", d.Facility+d.ID[:2]),
+		SOS:       d.ShortID + "@sos." + d.Facility + ".platformequinix.com",
+		CreatedBy: href{Href: apiPrefix + "/users/" + s.seed.User.ID}}
+	if d.Description != "" {
+		desc := d.Description
+		out.Description = &desc
+	}
+	if out.Tags == nil {
+		out.Tags = []string{}
+	}
+	if out.CustomData == nil {
+		out.CustomData = map[string]any{}
+	}
+	if d.TerminationTime != nil {
+		t := rfc3339(*d.TerminationTime)
+		out.TerminationTime = &t
+	}
+	if d.State == StateActive && now.Sub(d.StateSince) < s.timing.RootPasswordExpiry {
+		out.RootPassword = d.RootPassword
+	}
+	if inc.has("project") {
+		out.Project = s.renderProject(s.st.Projects[d.ProjectID])
+	} else {
+		out.Project = href{Href: apiPrefix + "/projects/" + d.ProjectID}
+	}
+	if inc.has("created_by") {
+		out.CreatedBy = s.renderUser()
+	}
+	if d.HardwareReservationID != "" {
+		if hw := s.st.HardwareReservations[d.HardwareReservationID]; hw != nil && inc.has("hardware_reservation") {
+			out.HardwareReservation = s.renderHardwareReservation(hw, includes{}, now)
+		} else {
+			out.HardwareReservation = href{Href: apiPrefix + "/hardware-reservations/" + d.HardwareReservationID}
+		}
+	}
+	for _, aid := range d.IPAssignmentIDs {
+		if a := s.st.IPAssignments[aid]; a != nil && !a.VisibleAt.After(now) {
+			out.IPAddresses = append(out.IPAddresses, s.renderAssignment(a))
+		}
+	}
+	for _, p := range d.Ports {
+		out.NetworkPorts = append(out.NetworkPorts, s.renderPort(d, &p))
+	}
+	out.SSHKeys = make([]any, 0, len(d.SSHKeyIDs))
+	for _, kid := range d.SSHKeyIDs {
+		if k := s.st.SSHKeys[kid]; k != nil && inc.has("ssh_keys") {
+			out.SSHKeys = append(out.SSHKeys, s.renderSSHKey(k))
+		} else {
+			out.SSHKeys = append(out.SSHKeys, href{Href: apiPrefix + "/ssh-keys/" + kid})
+		}
+	}
+	if !d.ProvisioningStarted.IsZero() {
+		for _, ev := range d.Events {
+			out.ProvisioningEvents = append(out.ProvisioningEvents, renderEvent(ev, d.ID))
+		}
+		if d.State == StateProvisioning || d.State == StateReinstalling {
+			pct := 100.0
+			if d.ProvisioningDuration > 0 {
+				pct = min(100, float64(now.Sub(d.ProvisioningStarted))/float64(d.ProvisioningDuration)*100)
+			}
+			out.ProvisioningPercentage = pct
+		}
+	}
+	return out
+}
+
+type eventJSON struct {
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	Type          string `json:"type"`
+	Body          string `json:"body"`
+	Interpolated  string `json:"interpolated"`
+	Relationships []href `json:"relationships"`
+	CreatedAt     string `json:"created_at"`
+	Href          string `json:"href"`
+}
+
+func renderEvent(ev Event, deviceID string) eventJSON {
+	rel := []href{}
+	if deviceID != "" {
+		rel = append(rel, href{Href: apiPrefix + "/devices/" + deviceID})
+	}
+	return eventJSON{ID: ev.ID, State: ev.State, Type: ev.Type, Body: ev.Body, Interpolated: ev.Body, Relationships: rel,
+		CreatedAt: rfc3339(ev.CreatedAt), Href: apiPrefix + "/events/" + ev.ID}
+}
+
+// ipJSON covers both IP reservations and assignments (IpAddressCommon plus
+// the extras of each kind).
+type ipJSON struct {
+	ID            string          `json:"id"`
+	Href          string          `json:"href"`
+	Type          string          `json:"type"`
+	AddressFamily int             `json:"address_family"`
+	Public        bool            `json:"public"`
+	Management    bool            `json:"management"`
+	Manageable    bool            `json:"manageable"`
+	GlobalIP      bool            `json:"global_ip"`
+	Enabled       bool            `json:"enabled"`
+	Address       string          `json:"address"`
+	Network       string          `json:"network"`
+	Gateway       string          `json:"gateway"`
+	Netmask       string          `json:"netmask"`
+	CIDR          int             `json:"cidr"`
+	Metro         json.RawMessage `json:"metro"`
+	Project       href            `json:"project"`
+	Tags          []string        `json:"tags,omitempty"`
+	ParentBlock   *parentBlock    `json:"parent_block,omitempty"`
+	CustomData    map[string]any  `json:"customdata"`
+	CreatedAt     string          `json:"created_at"`
+	UpdatedAt     string          `json:"updated_at,omitempty"`
+	// Assignment only.
+	AssignedTo *href `json:"assigned_to,omitempty"`
+	// Reservation only.
+	Assignments []any           `json:"assignments,omitempty"`
+	Facility    json.RawMessage `json:"facility,omitempty"`
+	Available   string          `json:"available,omitempty"`
+	Addon       *bool           `json:"addon,omitempty"`
+	Bill        *bool           `json:"bill,omitempty"`
+	State       string          `json:"state,omitempty"`
+	Details     *string         `json:"details,omitempty"`
+}
+
+type parentBlock struct {
+	Network string `json:"network"`
+	Netmask string `json:"netmask"`
+	CIDR    int    `json:"cidr"`
+	Href    string `json:"href"`
+}
+
+func (s *Server) renderAssignment(a *IPAssignment) ipJSON {
+	r := s.st.IPReservations[a.ReservationID]
+	network, _ := netip.ParseAddr(a.Network)
+	out := ipJSON{ID: a.ID, Href: apiPrefix + "/ips/" + a.ID, Type: r.Type, AddressFamily: 4, Public: r.Type != "private_ipv4",
+		Management: a.Management, Manageable: true, Enabled: true, Address: a.Address, Network: a.Network,
+		Gateway: a.Network, Netmask: netmask(network, a.CIDR), CIDR: a.CIDR, Metro: s.catalog.metro(r.Metro).json,
+		Project: href{Href: apiPrefix + "/projects/" + r.ProjectID}, CustomData: map[string]any{},
+		CreatedAt: rfc3339(a.CreatedAt), AssignedTo: &href{Href: apiPrefix + "/devices/" + a.DeviceID}}
+	if network.Is6() {
+		out.AddressFamily = 6
+	}
+	if a.CIDR == network.BitLen() {
+		out.Gateway = a.Address
+	}
+	pb := parentBlock{Network: r.Network, CIDR: r.CIDR, Href: apiPrefix + "/ips/" + r.ID}
+	if a.Management {
+		// Management addresses come from the pool, so their parent block is
+		// the enclosing block of the management size.
+		if p, err := network.Prefix(min(r.CIDR, a.CIDR)); err == nil {
+			pb.Network, pb.CIDR = p.Addr().String(), p.Bits()
+		}
+	}
+	pb.Netmask = netmask(network, pb.CIDR)
+	out.ParentBlock = &pb
+	return out
+}
+
+func (s *Server) renderReservation(r *IPReservation, inc includes, now time.Time) ipJSON {
+	yes := true
+	out := ipJSON{ID: r.ID, Href: apiPrefix + "/ips/" + r.ID, Type: r.Type, AddressFamily: 4, Public: r.Type != "private_ipv4",
+		Management: r.Management, Manageable: true, Enabled: true, CIDR: r.CIDR, Metro: s.catalog.metro(r.Metro).json,
+		Project: href{Href: apiPrefix + "/projects/" + r.ProjectID}, Tags: r.Tags, CustomData: r.CustomData,
+		CreatedAt: rfc3339(r.CreatedAt), UpdatedAt: rfc3339(r.UpdatedAt), Assignments: []any{},
+		Available: apiPrefix + "/ips/" + r.ID + "/available", Addon: &yes, Bill: &yes, State: r.State, Details: r.Details}
+	if out.Tags == nil {
+		out.Tags = []string{}
+	}
+	if out.CustomData == nil {
+		out.CustomData = map[string]any{}
+	}
+	if r.Type == "public_ipv6" {
+		out.AddressFamily = 6
+	}
+	if r.Facility != "" {
+		out.Facility = s.catalog.facility(r.Facility).json
+	} else {
+		out.Facility = json.RawMessage("null")
+	}
+	if r.Network != "" {
+		network, _ := netip.ParseAddr(r.Network)
+		out.Network, out.Netmask = r.Network, netmask(network, r.CIDR)
+		out.Address, out.Gateway = r.Network, r.Network
+		if r.CIDR < network.BitLen()-1 {
+			out.Gateway = addrAdd(network, 1).String()
+			out.Address = addrAdd(network, 2).String()
+			if r.CIDR == network.BitLen()-2 {
+				out.Address = addrAdd(network, 1).String()
+			}
+		}
+	}
+	for _, aid := range r.AssignmentIDs {
+		a := s.st.IPAssignments[aid]
+		if a == nil || a.VisibleAt.After(now) {
+			continue
+		}
+		if inc.has("assignments") {
+			out.Assignments = append(out.Assignments, s.renderAssignment(a))
+		} else {
+			out.Assignments = append(out.Assignments, href{Href: apiPrefix + "/ips/" + a.ID})
+		}
+	}
+	return out
+}
+
+type portJSON struct {
+	ID                        string    `json:"id"`
+	Href                      string    `json:"href"`
+	Type                      string    `json:"type"`
+	Name                      string    `json:"name"`
+	Data                      portData  `json:"data"`
+	DisbondOperationSupported bool      `json:"disbond_operation_supported"`
+	NetworkType               string    `json:"network_type,omitempty"`
+	NativeVirtualNetwork      any       `json:"native_virtual_network,omitempty"`
+	VirtualNetworks           []any     `json:"virtual_networks"`
+	Bond                      *bondData `json:"bond,omitempty"`
+}
+
+type portData struct {
+	MAC    string `json:"mac,omitempty"`
+	Bonded bool   `json:"bonded"`
+}
+
+type bondData struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+func (s *Server) renderPort(d *Device, p *Port) portJSON {
+	out := portJSON{ID: p.ID, Href: apiPrefix + "/ports/" + p.ID, Type: p.Type, Name: p.Name,
+		Data: portData{MAC: p.MAC, Bonded: p.Bonded}, DisbondOperationSupported: true, NetworkType: p.NetworkType,
+		VirtualNetworks: []any{}}
+	if p.BondName != "" {
+		for _, b := range d.Ports {
+			if b.Name == p.BondName {
+				out.Bond = &bondData{ID: b.ID, Name: b.Name}
+			}
+		}
+	}
+	for _, vid := range p.VLANs {
+		if vn := s.st.VirtualNetworks[vid]; vn != nil {
+			out.VirtualNetworks = append(out.VirtualNetworks, s.renderVirtualNetwork(vn))
+		}
+	}
+	if vn := s.st.VirtualNetworks[p.NativeVLAN]; vn != nil {
+		out.NativeVirtualNetwork = s.renderVirtualNetwork(vn)
+	}
+	return out
+}

@@ -1,0 +1,276 @@
+package packetsim
+
+import (
+	_ "embed"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+	"sigs.k8s.io/yaml"
+)
+
+// Well-known identities of the built-in seed.
+const (
+	DefaultProjectID = "00000000-0000-4000-8000-000000000001"
+	DefaultUserID    = "00000000-0000-4000-8000-0000000000aa"
+)
+
+//go:embed seed/default.yaml
+var defaultSeedYAML []byte
+
+// Seed is the initial data of a simulator: the catalog and the projects.
+// IDs that are left empty are derived from names, so they are stable across
+// restarts and runs.
+type Seed struct {
+	User             SeedUser      `json:"user"`
+	Metros           []SeedMetro   `json:"metros"`
+	Plans            []SeedPlan    `json:"plans"`
+	OperatingSystems []SeedOS      `json:"operating_systems"`
+	Projects         []SeedProject `json:"projects"`
+	IPPools          SeedIPPools   `json:"ip_pools"`
+}
+
+type SeedUser struct {
+	ID        string       `json:"id"`
+	Email     string       `json:"email"`
+	FirstName string       `json:"first_name"`
+	LastName  string       `json:"last_name"`
+	SSHKeys   []SeedSSHKey `json:"ssh_keys"`
+}
+
+type SeedMetro struct {
+	ID         string         `json:"id"`
+	Code       string         `json:"code"`
+	Name       string         `json:"name"`
+	Country    string         `json:"country"`
+	Facilities []SeedFacility `json:"facilities"`
+}
+
+type SeedFacility struct {
+	ID       string   `json:"id"`
+	Code     string   `json:"code"`
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+}
+
+type SeedPlan struct {
+	ID          string    `json:"id"`
+	Slug        string    `json:"slug"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Class       string    `json:"class"`
+	Line        string    `json:"line"`
+	PriceHour   float64   `json:"price_hour"`
+	Specs       PlanSpecs `json:"specs"`
+	// Capacity is the number of on-demand servers per metro code. A plan is
+	// offered in exactly the metros listed here.
+	Capacity map[string]int `json:"capacity"`
+}
+
+// PlanSpecs is rendered as the plan's "specs" object.
+type PlanSpecs struct {
+	Cpus   []SpecItem `json:"cpus,omitempty"`
+	Memory struct {
+		Total string `json:"total,omitempty"`
+	} `json:"memory"`
+	Drives   []SpecItem `json:"drives,omitempty"`
+	Nics     []SpecItem `json:"nics,omitempty"`
+	Gpu      []SpecItem `json:"gpu,omitempty"`
+	Features struct {
+		Raid bool `json:"raid,omitempty"`
+		Txt  bool `json:"txt,omitempty"`
+	} `json:"features"`
+}
+
+type SpecItem struct {
+	Count int    `json:"count,omitempty"`
+	Type  string `json:"type,omitempty"`
+	Size  string `json:"size,omitempty"`
+}
+
+type SeedOS struct {
+	Slug    string `json:"slug"`
+	Name    string `json:"name"`
+	Distro  string `json:"distro"`
+	Version string `json:"version"`
+	// ProvisionableOn lists plan slugs; empty means every plan.
+	ProvisionableOn []string `json:"provisionable_on"`
+}
+
+type SeedProject struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// PublicIPv4Quota is the number of elastic public IPv4 addresses the
+	// project may reserve without approval (0 means 64).
+	PublicIPv4Quota int `json:"public_ipv4_quota"`
+	// MaxDevices limits devices in the project (0 means unlimited).
+	MaxDevices           int                       `json:"max_devices"`
+	HardwareReservations []SeedHardwareReservation `json:"hardware_reservations"`
+	SSHKeys              []SeedSSHKey              `json:"ssh_keys"`
+}
+
+type SeedHardwareReservation struct {
+	ID            string `json:"id"`
+	Plan          string `json:"plan"`
+	Facility      string `json:"facility"`
+	Spare         bool   `json:"spare"`
+	NeedOfService bool   `json:"need_of_service"`
+}
+
+type SeedSSHKey struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	Key   string `json:"key"`
+}
+
+// SeedIPPools are the ranges addresses are carved from. Nothing routes them.
+type SeedIPPools struct {
+	PublicIPv4  string `json:"public_ipv4"`
+	PrivateIPv4 string `json:"private_ipv4"`
+	PublicIPv6  string `json:"public_ipv6"`
+}
+
+// DefaultSeed returns the built-in seed (the same as seed/default.yaml).
+func DefaultSeed() *Seed {
+	s, err := ParseSeed(defaultSeedYAML)
+	if err != nil {
+		panic("packetsim: built-in seed is invalid: " + err.Error())
+	}
+	return s
+}
+
+// LoadSeed reads a YAML (or JSON) seed file.
+func LoadSeed(path string) (*Seed, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSeed(data)
+}
+
+// ParseSeed parses and validates YAML/JSON seed data and fills derived IDs.
+func ParseSeed(data []byte) (*Seed, error) {
+	var s Seed
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	if err := s.normalize(); err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	return &s, nil
+}
+
+// stableID derives a UUID from a name, so seeds without IDs stay stable.
+func stableID(kind, name string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("packetsim:"+kind+":"+name)).String()
+}
+
+func (s *Seed) normalize() error {
+	fill := func(id *string, kind, name string) error {
+		if *id == "" {
+			*id = stableID(kind, name)
+			return nil
+		}
+		if !isUUID(*id) {
+			return fmt.Errorf("%s %q: id %q is not a UUID", kind, name, *id)
+		}
+		*id = strings.ToLower(*id)
+		return nil
+	}
+	if s.User.Email == "" {
+		s.User.Email = "sim@example.com"
+	}
+	if err := fill(&s.User.ID, "user", s.User.Email); err != nil {
+		return err
+	}
+	metros := map[string]bool{}
+	facilities := map[string]bool{}
+	for i := range s.Metros {
+		m := &s.Metros[i]
+		if m.Code == "" {
+			return fmt.Errorf("metro %d has no code", i)
+		}
+		metros[m.Code] = true
+		if err := fill(&m.ID, "metro", m.Code); err != nil {
+			return err
+		}
+		for j := range m.Facilities {
+			f := &m.Facilities[j]
+			if f.Code == "" {
+				return fmt.Errorf("metro %s: facility %d has no code", m.Code, j)
+			}
+			facilities[f.Code] = true
+			if err := fill(&f.ID, "facility", f.Code); err != nil {
+				return err
+			}
+		}
+	}
+	plans := map[string]bool{}
+	for i := range s.Plans {
+		p := &s.Plans[i]
+		if p.Slug == "" {
+			return fmt.Errorf("plan %d has no slug", i)
+		}
+		plans[p.Slug] = true
+		if p.Name == "" {
+			p.Name = p.Slug
+		}
+		if err := fill(&p.ID, "plan", p.Slug); err != nil {
+			return err
+		}
+		for code := range p.Capacity {
+			if !metros[code] {
+				return fmt.Errorf("plan %s: capacity for unknown metro %q", p.Slug, code)
+			}
+		}
+	}
+	for _, o := range s.OperatingSystems {
+		if o.Slug == "" {
+			return fmt.Errorf("operating system without slug")
+		}
+	}
+	if len(s.Projects) == 0 {
+		return fmt.Errorf("at least one project is required")
+	}
+	for i := range s.Projects {
+		p := &s.Projects[i]
+		if p.Name == "" {
+			p.Name = fmt.Sprintf("project-%d", i+1)
+		}
+		if err := fill(&p.ID, "project", p.Name); err != nil {
+			return err
+		}
+		for j := range p.HardwareReservations {
+			h := &p.HardwareReservations[j]
+			if !plans[h.Plan] || !facilities[h.Facility] {
+				return fmt.Errorf("project %s: hardware reservation %d has unknown plan %q or facility %q", p.Name, j, h.Plan, h.Facility)
+			}
+			if err := fill(&h.ID, "hardware-reservation", fmt.Sprintf("%s/%d", p.ID, j)); err != nil {
+				return err
+			}
+		}
+		for j := range p.SSHKeys {
+			if err := fill(&p.SSHKeys[j].ID, "ssh-key", p.ID+"/"+p.SSHKeys[j].Label); err != nil {
+				return err
+			}
+		}
+	}
+	for j := range s.User.SSHKeys {
+		if err := fill(&s.User.SSHKeys[j].ID, "ssh-key", "user/"+s.User.SSHKeys[j].Label); err != nil {
+			return err
+		}
+	}
+	pools := []*string{&s.IPPools.PublicIPv4, &s.IPPools.PrivateIPv4, &s.IPPools.PublicIPv6}
+	defaults := []string{"147.75.0.0/16", "10.64.0.0/10", "2604:1380::/32"}
+	for i, p := range pools {
+		if *p == "" {
+			*p = defaults[i]
+		}
+		if _, err := netip.ParsePrefix(*p); err != nil {
+			return fmt.Errorf("ip pool %q: %w", *p, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,453 @@
+// Package packetsim is a simulator of the Packet / Equinix Metal REST API,
+// faithful to what github.com/packethost/packngo v0.31.0 sends and decodes.
+// It serves the API under /metal/v1/, a control API under /_sim/ and
+// Prometheus metrics under /metrics, and offers the same control operations
+// as Go methods for tests. See /work/shared/reference/packet-api.md for the
+// behaviour it reproduces.
+package packetsim
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const apiPrefix = "/metal/v1"
+
+// Server is one simulated Packet API.
+type Server struct {
+	opts    Options
+	clock   Clock
+	timing  Timing
+	seed    *Seed
+	catalog *catalog
+
+	mu      sync.RWMutex
+	st      *store
+	nextDue time.Time // earliest pending transition; zero means none
+	dirty   bool
+
+	faults   *faultSet
+	limiter  *rateLimiter
+	recorder *recorder
+	metrics  *metrics
+	mux      *http.ServeMux
+	handler  http.Handler
+
+	closeOnce sync.Once
+	done      chan struct{}
+	flushWG   sync.WaitGroup
+}
+
+// New builds a simulator. With a StateFile that exists, state is restored.
+func New(opts Options) (*Server, error) {
+	s := &Server{opts: opts, seed: opts.Seed, clock: opts.Clock, done: make(chan struct{})}
+	if s.seed == nil {
+		s.seed = DefaultSeed()
+	}
+	if s.clock == nil {
+		s.clock = NewRealClock()
+	}
+	s.timing = TimingFast
+	if opts.Timing != nil {
+		s.timing = *opts.Timing
+	}
+	if s.opts.PerPage <= 0 {
+		s.opts.PerPage = 10
+	}
+	if s.opts.Tokens == nil {
+		s.opts.Tokens = map[string][]string{DefaultToken: nil}
+	}
+	if s.opts.Knobs.CapacityStatus == 0 {
+		s.opts.Knobs.CapacityStatus = http.StatusServiceUnavailable
+	}
+	if s.opts.Knobs.MaxUserdataBytes == 0 {
+		s.opts.Knobs.MaxUserdataBytes = 64 << 10
+	}
+	s.catalog = newCatalog(s.seed)
+	s.st = newStore(s.seed, s.clock.Now())
+	if opts.StateFile != "" {
+		st, err := loadStateFile(opts.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			s.st = st
+			if vc, ok := s.clock.(*VirtualClock); ok && st.Now.After(vc.Now()) {
+				vc.Advance(st.Now.Sub(vc.Now()))
+			}
+			s.recomputeNextDue()
+		}
+	}
+	s.faults = newFaultSet(opts.RandomSeed)
+	s.limiter = newRateLimiter(opts.RateLimit)
+	s.recorder = newRecorder(opts.MaxRecordedRequests)
+	s.metrics = newMetrics(s)
+	s.routes()
+	s.handler = http.HandlerFunc(s.serve)
+	if opts.StateFile != "" {
+		s.startFlusher()
+	}
+	return s, nil
+}
+
+// Handler serves /metal/v1/, /_sim/ and /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close stops background work and writes the state file, if any.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.flushWG.Wait()
+		if s.opts.StateFile != "" {
+			err = s.SaveState()
+		}
+	})
+	return err
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	api := func(pattern string, h http.HandlerFunc) {
+		method, path, _ := strings.Cut(pattern, " ")
+		m.HandleFunc(method+" "+apiPrefix+path, h)
+	}
+	api("GET /user", s.getUser)
+	api("GET /projects", s.listProjects)
+	api("GET /projects/{id}", s.getProject)
+	api("GET /projects/{id}/events", s.listProjectEvents)
+	api("GET /events/{id}", s.getEvent)
+
+	api("POST /projects/{id}/devices", s.createDevice)
+	api("GET /projects/{id}/devices", s.listDevices)
+	api("GET /devices/{id}", s.getDevice)
+	api("PUT /devices/{id}", s.updateDevice)
+	api("PATCH /devices/{id}", s.updateDevice)
+	api("DELETE /devices/{id}", s.deleteDevice)
+	api("POST /devices/{id}/actions", s.deviceAction)
+	api("GET /devices/{id}/events", s.listDeviceEvents)
+
+	api("GET /projects/{id}/ips", s.listProjectIPs)
+	api("POST /projects/{id}/ips", s.createIPReservation)
+	api("GET /ips/{id}", s.getIP)
+	api("PATCH /ips/{id}", s.updateIP)
+	api("DELETE /ips/{id}", s.deleteIP)
+	api("GET /ips/{id}/available", s.availableAddresses)
+	api("GET /devices/{id}/ips", s.listDeviceIPs)
+	api("POST /devices/{id}/ips", s.assignIP)
+
+	api("GET /projects/{id}/hardware-reservations", s.listHardwareReservations)
+	api("GET /hardware-reservations/{id}", s.getHardwareReservation)
+
+	api("GET /locations/metros", s.listMetros)
+	api("GET /locations/metros/{id}", s.getMetro)
+	api("GET /facilities", s.listFacilities)
+	api("GET /plans", s.listPlans)
+	api("GET /projects/{id}/plans", s.listPlans)
+	api("GET /operating-systems", s.listOperatingSystems)
+	api("GET /capacity/metros", s.listCapacity)
+	api("POST /capacity/metros", s.checkCapacity)
+	api("GET /capacity", s.listCapacity)
+	api("POST /capacity", s.checkCapacity)
+
+	api("GET /projects/{id}/bgp-config", s.getBGPConfig)
+	api("POST /projects/{id}/bgp-configs", s.createBGPConfig)
+	api("GET /projects/{id}/bgp/sessions", s.listProjectBGPSessions)
+	api("GET /devices/{id}/bgp/sessions", s.listDeviceBGPSessions)
+	api("POST /devices/{id}/bgp/sessions", s.createBGPSession)
+	api("GET /devices/{id}/bgp/neighbors", s.listBGPNeighbors)
+	api("GET /bgp/sessions/{id}", s.getBGPSession)
+	api("PUT /bgp/sessions/{id}", s.updateBGPSession)
+	api("DELETE /bgp/sessions/{id}", s.deleteBGPSession)
+
+	api("GET /ssh-keys", s.listUserSSHKeys)
+	api("POST /ssh-keys", s.createSSHKey)
+	api("GET /projects/{id}/ssh-keys", s.listProjectSSHKeys)
+	api("POST /projects/{id}/ssh-keys", s.createSSHKey)
+	api("GET /ssh-keys/{id}", s.getSSHKey)
+	api("PATCH /ssh-keys/{id}", s.updateSSHKey)
+	api("DELETE /ssh-keys/{id}", s.deleteSSHKey)
+
+	api("GET /ports/{id}", s.getPort)
+	api("POST /ports/{id}/{op}", s.portAction)
+	api("POST /ports/{id}/convert/{layer}", s.portConvert)
+	api("POST /ports/{id}/native-vlan", s.portNativeVLAN)
+	api("DELETE /ports/{id}/native-vlan", s.portNativeVLAN)
+	api("GET /projects/{id}/virtual-networks", s.listVirtualNetworks)
+	api("POST /projects/{id}/virtual-networks", s.createVirtualNetwork)
+	api("GET /virtual-networks/{id}", s.getVirtualNetwork)
+	api("DELETE /virtual-networks/{id}", s.deleteVirtualNetwork)
+
+	s.controlRoutes(m)
+	m.Handle("GET /metrics", s.metrics.handler)
+	s.mux = m
+}
+
+// routeOf is the route template of a request without the API prefix, e.g.
+// "GET /devices/{id}". Unknown paths are "METHOD unmatched".
+func routeOf(r *http.Request) string {
+	if r.Pattern == "" {
+		return r.Method + " unmatched"
+	}
+	method, path, _ := strings.Cut(r.Pattern, " ")
+	return method + " " + strings.TrimPrefix(path, apiPrefix)
+}
+
+// statusWriter remembers the status for logs, metrics and the recorder.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// serve is the front door: routing, auth, rate limit, faults, recording.
+func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &statusWriter{ResponseWriter: rw}
+	h, pattern := s.mux.Handler(r)
+	r.Pattern = pattern
+	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/")
+
+	var body []byte
+	if isAPI && r.Method != http.MethodGet && r.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(r.Body, 4<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	defer func() {
+		p := recover()
+		if p != nil && p != http.ErrAbortHandler && w.status == 0 {
+			// Last resort only: handlers return 4xx for every bad input.
+			s.writeError(w, errorf(http.StatusInternalServerError, msgOhSnap))
+		}
+		s.finish(w, r, start, isAPI, body)
+		if p == http.ErrAbortHandler {
+			panic(p)
+		}
+	}()
+
+	if !isAPI {
+		if pattern == "" {
+			s.writeError(w, notFound())
+			return
+		}
+		h.ServeHTTP(w, r)
+		return
+	}
+
+	token := r.Header.Get("X-Auth-Token")
+	decision := s.limiter.take(token, s.clock.Now())
+	setRateHeaders(w, decision)
+	if !s.validToken(token) {
+		s.writeError(w, errorf(http.StatusUnauthorized, msgInvalidToken))
+		return
+	}
+	if !decision.allowed {
+		s.tooManyRequests(w, decision.retryAfter)
+		return
+	}
+	if pattern == "" {
+		s.writeError(w, notFound())
+		return
+	}
+	if s.applyRequestFaults(w, r, h) {
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+func setRateHeaders(w http.ResponseWriter, d rateDecision) {
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, d.remaining)))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(d.reset.Unix(), 10))
+}
+
+func (s *Server) tooManyRequests(w http.ResponseWriter, retryAfter int) {
+	if retryAfter <= 0 {
+		retryAfter = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	w.Header().Set("X-RateLimit-Remaining", "0")
+	s.writeError(w, errorf(http.StatusTooManyRequests, msgTooManyRequests))
+}
+
+func (s *Server) finish(w *statusWriter, r *http.Request, start time.Time, isAPI bool, body []byte) {
+	elapsed := time.Since(start)
+	status := w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	route := routeOf(r)
+	if isAPI {
+		rec := Request{Time: s.clock.Now(), Method: r.Method, Path: r.URL.Path, Route: route, Query: r.URL.RawQuery,
+			Status: status, Duration: elapsed, Authenticated: r.Header.Get("X-Auth-Token") != "",
+			ConsumerToken: r.Header.Get("X-Consumer-Token"), UserAgent: r.Header.Get("User-Agent")}
+		if len(body) > 0 {
+			rec.Body = redactBody(body)
+			rec.RawBody = body
+		}
+		s.recorder.add(rec)
+		_, tmpl, _ := strings.Cut(route, " ")
+		s.metrics.observe(r.Method, tmpl, status, elapsed)
+	}
+	if s.opts.Log != nil {
+		// Path only: the query may carry search terms but never secrets,
+		// and neither the token nor the body is logged.
+		fmt.Fprintf(s.opts.Log, "%s %s %s %d %s\n", time.Now().UTC().Format(time.RFC3339), r.Method, r.URL.Path, status, elapsed.Round(time.Microsecond))
+	}
+}
+
+// validToken checks the token and the auth-rotation fault.
+func (s *Server) validToken(token string) bool {
+	if token == "" {
+		return false
+	}
+	if _, ok := s.opts.Tokens[token]; !ok {
+		return false
+	}
+	return !s.faults.isRevoked(token)
+}
+
+// tokenAllows tells whether the request's token may access the project.
+func (s *Server) tokenAllows(r *http.Request, projectID string) bool {
+	if s.faults.isForbidden(projectID) {
+		return false
+	}
+	allowed := s.opts.Tokens[r.Header.Get("X-Auth-Token")]
+	if len(allowed) == 0 {
+		return true
+	}
+	for _, p := range allowed {
+		if p == "*" || strings.EqualFold(p, projectID) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyRequestFaults runs the request-level faults. It reports whether the
+// response has been fully handled.
+func (s *Server) applyRequestFaults(w http.ResponseWriter, r *http.Request, h http.Handler) bool {
+	call := callOf(r)
+	for {
+		f, ok := s.faults.take(call, FaultLatency, FaultHang, FaultRateLimit, FaultHTTPError, FaultCommitThenFail, FaultChaos)
+		if !ok {
+			return false
+		}
+		if f.Kind == FaultChaos {
+			if f, ok = s.faults.chaosPick(f); !ok {
+				return false
+			}
+		}
+		switch f.Kind {
+		case FaultLatency:
+			time.Sleep(f.Latency + s.faults.jitter(f.Jitter))
+			continue // latency combines with other faults
+		case FaultHang:
+			limit := f.Duration
+			if limit <= 0 {
+				limit = 10 * time.Minute
+			}
+			select {
+			case <-r.Context().Done():
+			case <-s.done:
+			case <-time.After(limit):
+			}
+			hijackClose(w)
+			return true
+		case FaultRateLimit:
+			s.tooManyRequests(w, max(f.RetryAfter, 1))
+			return true
+		case FaultHTTPError:
+			s.failResponse(w, f)
+			return true
+		case FaultCommitThenFail:
+			// Run the real handler into a discarded recorder: the resource is
+			// stored, but the client never learns about it.
+			h.ServeHTTP(&discardWriter{header: http.Header{}}, r)
+			s.failResponse(w, f)
+			return true
+		}
+		return false
+	}
+}
+
+// failResponse writes an error in one of the shapes a failing API or its
+// load balancer produces.
+func (s *Server) failResponse(w http.ResponseWriter, f Fault) {
+	status := f.Status
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = msgOhSnap
+	}
+	switch f.Body {
+	case "html":
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, "<html><head><title>%d %s</title></head><body><center><h1>%d %s</h1></center></body></html>\n",
+			status, http.StatusText(status), status, http.StatusText(status))
+	case "truncated":
+		// Promise more bytes than we send, then drop the connection: the
+		// client sees "unexpected EOF".
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "4096")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"errors":["`)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		hijackClose(w)
+	case "reset":
+		hijackClose(w)
+	default:
+		s.writeError(w, errorf(status, msg))
+	}
+}
+
+// hijackClose drops the client connection without a (complete) response.
+func hijackClose(w http.ResponseWriter) {
+	if sw, ok := w.(*statusWriter); ok {
+		if sw.status == 0 {
+			sw.status = 499 // "client saw no response", for records and metrics
+		}
+		w = sw.ResponseWriter
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, buf, err := hj.Hijack(); err == nil {
+			if buf != nil && buf.Writer.Buffered() > 0 {
+				_ = buf.Flush()
+			}
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}

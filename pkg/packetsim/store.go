@@ -1,0 +1,123 @@
+package packetsim
+
+import (
+	"strings"
+	"time"
+)
+
+// store is every mutable resource. All access goes through Server.mu.
+// It is also what the state file holds, hence the exported JSON fields.
+type store struct {
+	Now                  time.Time                       `json:"now"`
+	Projects             map[string]*Project             `json:"projects"`
+	ProjectOrder         []string                        `json:"project_order"`
+	Devices              map[string]*Device              `json:"devices"`
+	DeviceOrder          map[string][]string             `json:"device_order"` // per project, creation order
+	IPReservations       map[string]*IPReservation       `json:"ip_reservations"`
+	IPOrder              map[string][]string             `json:"ip_order"` // per project
+	IPAssignments        map[string]*IPAssignment        `json:"ip_assignments"`
+	HardwareReservations map[string]*HardwareReservation `json:"hardware_reservations"`
+	HWOrder              map[string][]string             `json:"hw_order"`
+	BGPConfigs           map[string]*BGPConfig           `json:"bgp_configs"` // per project
+	BGPSessions          map[string]*BGPSession          `json:"bgp_sessions"`
+	SSHKeys              map[string]*SSHKey              `json:"ssh_keys"`
+	SSHKeyOrder          []string                        `json:"ssh_key_order"`
+	VirtualNetworks      map[string]*VirtualNetwork      `json:"virtual_networks"`
+	VNOrder              []string                        `json:"vn_order"`
+	ProjectEvents        map[string][]Event              `json:"project_events"`
+	Capacity             map[string]map[string]int       `json:"capacity"` // metro → plan → servers left
+	// MgmtBlocks maps "project|facility|type" to the management reservation.
+	MgmtBlocks map[string]string `json:"mgmt_blocks"`
+	Alloc      allocator         `json:"alloc"`
+	// Ghosts are deleted devices that lists still show (list_lag fault).
+	Ghosts []ghostDevice `json:"ghosts,omitempty"`
+
+	// portOwner maps a port ID to its device; rebuilt after loading.
+	portOwner map[string]string
+}
+
+type ghostDevice struct {
+	Device Device    `json:"device"`
+	Until  time.Time `json:"until"`
+}
+
+func newStore(seed *Seed, now time.Time) *store {
+	st := &store{
+		Now: now, Projects: map[string]*Project{}, Devices: map[string]*Device{}, DeviceOrder: map[string][]string{},
+		IPReservations: map[string]*IPReservation{}, IPOrder: map[string][]string{}, IPAssignments: map[string]*IPAssignment{},
+		HardwareReservations: map[string]*HardwareReservation{}, HWOrder: map[string][]string{},
+		BGPConfigs: map[string]*BGPConfig{}, BGPSessions: map[string]*BGPSession{}, SSHKeys: map[string]*SSHKey{},
+		VirtualNetworks: map[string]*VirtualNetwork{}, ProjectEvents: map[string][]Event{},
+		Capacity: map[string]map[string]int{}, MgmtBlocks: map[string]string{}, Alloc: newAllocator(),
+		portOwner: map[string]string{},
+	}
+	for _, p := range seed.Plans {
+		for metro, n := range p.Capacity {
+			if st.Capacity[metro] == nil {
+				st.Capacity[metro] = map[string]int{}
+			}
+			st.Capacity[metro][p.Slug] = n
+		}
+	}
+	for _, k := range seed.User.SSHKeys {
+		st.addSSHKey(&SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: fingerprint(k.Key), CreatedAt: now, UpdatedAt: now})
+	}
+	for _, sp := range seed.Projects {
+		quota := sp.PublicIPv4Quota
+		if quota == 0 {
+			quota = 64
+		}
+		st.Projects[sp.ID] = &Project{ID: sp.ID, Name: sp.Name, PublicIPv4Quota: quota, MaxDevices: sp.MaxDevices, CreatedAt: now, UpdatedAt: now}
+		st.ProjectOrder = append(st.ProjectOrder, sp.ID)
+		for _, h := range sp.HardwareReservations {
+			st.HardwareReservations[h.ID] = &HardwareReservation{ID: h.ID, ShortID: h.ID[:8], ProjectID: sp.ID, Plan: h.Plan,
+				Facility: h.Facility, Spare: h.Spare, NeedOfService: h.NeedOfService, CreatedAt: now}
+			st.HWOrder[sp.ID] = append(st.HWOrder[sp.ID], h.ID)
+		}
+		for _, k := range sp.SSHKeys {
+			st.addSSHKey(&SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: fingerprint(k.Key), ProjectID: sp.ID, CreatedAt: now, UpdatedAt: now})
+		}
+	}
+	return st
+}
+
+// afterLoad rebuilds indexes that the state file does not carry.
+func (st *store) afterLoad() {
+	st.portOwner = map[string]string{}
+	for _, d := range st.Devices {
+		for _, p := range d.Ports {
+			st.portOwner[p.ID] = d.ID
+		}
+	}
+	if st.Alloc.Next == nil {
+		st.Alloc = newAllocator()
+	}
+}
+
+func (st *store) addSSHKey(k *SSHKey) {
+	st.SSHKeys[k.ID] = k
+	st.SSHKeyOrder = append(st.SSHKeyOrder, k.ID)
+}
+
+// removeID deletes id from an order slice, keeping the order.
+func removeID(list []string, id string) []string {
+	for i, v := range list {
+		if v == id {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+func hasTag(tags []string, tag string) bool {
+	for _, t := range tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

@@ -14,6 +14,8 @@ type allocator struct {
 	Next map[string]uint64 `json:"next"`
 	// Free holds released block networks per "pool|cidr".
 	Free map[string][]string `json:"free"`
+	// Small is the IPv6 /64 that blocks smaller than /64 are carved from.
+	Small map[string]string `json:"small,omitempty"`
 }
 
 func newAllocator() allocator {
@@ -45,18 +47,53 @@ func (a *allocator) alloc(pool string, cidr int) (netip.Addr, error) {
 		a.Free[key] = free[:len(free)-1]
 		return netip.ParseAddr(free[len(free)-1])
 	}
-	hostBits := prefix.Addr().BitLen() - cidr
-	if hostBits < 0 || hostBits > 63 || cidr < prefix.Bits() {
+	if cidr < prefix.Bits() || cidr > prefix.Addr().BitLen() {
 		return netip.Addr{}, fmt.Errorf("cannot carve a /%d from %s", cidr, pool)
 	}
-	size := uint64(1) << hostBits
-	next := (a.Next[pool] + size - 1) / size * size
-	poolBits := prefix.Addr().BitLen() - prefix.Bits()
-	if poolBits < 64 && next+size > uint64(1)<<poolBits {
-		return netip.Addr{}, fmt.Errorf("address pool %s is exhausted", pool)
+	if prefix.Addr().Is4() {
+		off, err := a.bump(pool, 32-cidr, 32-prefix.Bits())
+		return addrAdd(prefix.Masked().Addr(), off), err
 	}
-	a.Next[pool] = next + size
-	return addrAdd(prefix.Masked().Addr(), next), nil
+	// IPv6: blocks of /64 or larger are counted in /64 units in the upper
+	// half; smaller blocks come from one /64 set aside for them.
+	if cidr <= 64 {
+		off, err := a.bump(pool, 64-cidr, 64-prefix.Bits())
+		return addrAddHigh(prefix.Masked().Addr(), off), err
+	}
+	base, ok := a.Small[pool]
+	if !ok {
+		b, err := a.alloc(pool, 64)
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		base = b.String()
+		if a.Small == nil {
+			a.Small = map[string]string{}
+		}
+		a.Small[pool] = base
+	}
+	off, err := a.bump(pool+"|small", 128-cidr, 64)
+	baseAddr, _ := netip.ParseAddr(base)
+	return addrAdd(baseAddr, off), err
+}
+
+// bump reserves an aligned block of 2^hostBits units from a counter that
+// spans 2^poolBits units.
+func (a *allocator) bump(key string, hostBits, poolBits int) (uint64, error) {
+	size := uint64(1) << hostBits
+	next := (a.Next[key] + size - 1) / size * size
+	if poolBits < 64 && next+size > uint64(1)<<poolBits {
+		return 0, fmt.Errorf("address pool %s is exhausted", key)
+	}
+	a.Next[key] = next + size
+	return next, nil
+}
+
+// addrAddHigh adds n to the upper 64 bits of an IPv6 address.
+func addrAddHigh(a netip.Addr, n uint64) netip.Addr {
+	b := a.As16()
+	binary.BigEndian.PutUint64(b[:8], binary.BigEndian.Uint64(b[:8])+n)
+	return netip.AddrFrom16(b)
 }
 
 func (a *allocator) free(pool string, cidr int, network string) {

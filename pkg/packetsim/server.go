@@ -116,7 +116,7 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	api := func(pattern string, h http.HandlerFunc) {
 		method, path, _ := strings.Cut(pattern, " ")
-		m.HandleFunc(method+" "+apiPrefix+path, h)
+		m.HandleFunc(method+" "+apiPrefix+path, s.withRequestFaults(h))
 	}
 	api("GET /user", s.getUser)
 	api("GET /projects", s.listProjects)
@@ -223,7 +223,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
-	h, pattern := s.mux.Handler(r)
+	_, pattern := s.mux.Handler(r)
 	r.Pattern = pattern
 	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/")
 
@@ -249,7 +249,7 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 			s.writeError(w, notFound())
 			return
 		}
-		h.ServeHTTP(w, r)
+		s.mux.ServeHTTP(w, r)
 		return
 	}
 
@@ -268,10 +268,17 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 		s.writeError(w, notFound())
 		return
 	}
-	if s.applyRequestFaults(w, r, h) {
-		return
+	// The mux (not h directly) fills the path values.
+	s.mux.ServeHTTP(w, r)
+}
+
+// withRequestFaults runs the request-level faults before an API handler.
+func (s *Server) withRequestFaults(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.applyRequestFaults(w, r, h) {
+			h(w, r)
+		}
 	}
-	h.ServeHTTP(w, r)
 }
 
 func setRateHeaders(w http.ResponseWriter, d rateDecision) {

@@ -302,7 +302,11 @@ var _ = Describe("hardware reservations", func() {
 
 	It("refuses a busy reservation until the wipe delay has passed", func() {
 		hwID := "00000000-0000-4000-8000-00000000a003"
-		d := e.createDevice(func(r *packngo.DeviceCreateRequest) { r.HardwareReservationID = hwID; r.Metro = "" ; r.Facility = []string{"da11"}})
+		d := e.createDevice(func(r *packngo.DeviceCreateRequest) {
+			r.HardwareReservationID = hwID
+			r.Metro = ""
+			r.Facility = []string{"da11"}
+		})
 		got, err := e.getDevice(d.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.HardwareReservation.ID).To(Equal(hwID))

@@ -3,7 +3,7 @@ package packetsim_test
 import (
 	"errors"
 	"net/http"
-	"net/http/httptest"
+	httptestpkg "net/http/httptest"
 	"testing"
 	"time"
 
@@ -25,7 +25,7 @@ const projectID = packetsim.DefaultProjectID
 // a packngo client pointed at it.
 type env struct {
 	sim    *packetsim.Server
-	http   *httptest.Server
+	http   *httptestpkg.Server
 	client *packngo.Client
 }
 
@@ -37,7 +37,7 @@ func newEnv(mutate ...func(*packetsim.Options)) *env {
 	}
 	sim, err := packetsim.New(opts)
 	Expect(err).NotTo(HaveOccurred())
-	srv := httptest.NewServer(sim.Handler())
+	srv := httptestpkg.NewServer(sim.Handler())
 	DeferCleanup(func() {
 		srv.Close()
 		Expect(sim.Close()).To(Succeed())
@@ -73,3 +73,9 @@ func (e *env) getDevice(id string) (*packngo.Device, error) {
 	d, _, err := e.client.Devices.Get(id, &packngo.GetOptions{Includes: []string{"hardware_reservation"}})
 	return d, err
 }
+
+func httptest(sim *packetsim.Server) *httptestServer { return newHTTPTestServer(sim.Handler()) }
+
+type httptestServer = httptestpkg.Server
+
+func newHTTPTestServer(h http.Handler) *httptestServer { return httptestpkg.NewServer(h) }

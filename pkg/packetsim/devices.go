@@ -294,8 +294,9 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 
 	s.st.Devices[d.ID] = d
 	s.st.DeviceOrder[projectID] = append(s.st.DeviceOrder[projectID], d.ID)
+	// The 201 always shows "queued", as the real API does; with zero
+	// timings the device moves on the next request.
 	s.enterState(d, StateQueued, now)
-	s.advanceDevice(d, now) // zero timings move at once
 	return d, nil
 }
 

@@ -1,0 +1,119 @@
+// Command packetsim serves the Packet / Equinix Metal API simulator.
+//
+//	packetsim --listen 127.0.0.1:4000 --tokens sim-token --timing fast
+//
+// Point packngo at http://127.0.0.1:4000/metal/v1/ (the trailing slash
+// matters). The control API is under /_sim/ and metrics under /metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+)
+
+func main() {
+	if err := run(); err != nil {
+		log.Fatalf("packetsim: %v", err)
+	}
+}
+
+func run() error {
+	listen := flag.String("listen", "127.0.0.1:4000", "address to listen on")
+	tokens := flag.String("tokens", packetsim.DefaultToken,
+		"comma-separated API tokens; token=projectA|projectB limits a token to those projects")
+	seedFile := flag.String("seed", "", "seed YAML file (default: the built-in seed, see pkg/packetsim/seed/default.yaml)")
+	stateFile := flag.String("state-file", "", "file the state is kept in across restarts (written atomically)")
+	timing := flag.String("timing", "fast", "timing profile: realistic, fast or instant")
+	perPage := flag.Int("per-page", 10, "default per_page of paginated lists")
+	faultsFile := flag.String("faults", "", "fault profile YAML/JSON file: {faults: [{kind: ..., ...}]}")
+	rateLimit := flag.String("rate-limit", "", "token bucket per API token as rate/s[:burst], e.g. 10:20 (default off)")
+	randomSeed := flag.Int64("random-seed", 1, "seed of the RNG behind probabilistic faults")
+	flag.Parse()
+
+	opts := packetsim.Options{PerPage: *perPage, StateFile: *stateFile, RandomSeed: *randomSeed, Log: os.Stderr,
+		Tokens: parseTokens(*tokens)}
+	t, err := packetsim.TimingProfile(*timing)
+	if err != nil {
+		return err
+	}
+	opts.Timing = &t
+	if *seedFile != "" {
+		if opts.Seed, err = packetsim.LoadSeed(*seedFile); err != nil {
+			return err
+		}
+	}
+	if *rateLimit != "" {
+		if _, err := fmt.Sscanf(strings.Replace(*rateLimit, ":", " ", 1), "%g %d", &opts.RateLimit.PerSecond, &opts.RateLimit.Burst); err != nil &&
+			opts.RateLimit.PerSecond == 0 {
+			return fmt.Errorf("--rate-limit %q: want rate[:burst]", *rateLimit)
+		}
+	}
+	sim, err := packetsim.New(opts)
+	if err != nil {
+		return err
+	}
+	if *faultsFile != "" {
+		data, err := os.ReadFile(*faultsFile)
+		if err != nil {
+			return err
+		}
+		var profile packetsim.FaultProfile
+		if err := yaml.Unmarshal(data, &profile); err != nil {
+			return fmt.Errorf("--faults %s: %w", *faultsFile, err)
+		}
+		for _, f := range profile.Faults {
+			sim.InjectFault(f)
+		}
+	}
+
+	srv := &http.Server{Addr: *listen, Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Printf("packetsim: serving http://%s/metal/v1/ (timing %s, per_page %d)", *listen, *timing, *perPage)
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case sig := <-stop:
+		log.Printf("packetsim: %s, shutting down", sig)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+	return sim.Close() // writes the state file
+}
+
+// parseTokens reads "a,b=p1|p2" into token → allowed projects (nil = all).
+func parseTokens(spec string) map[string][]string {
+	out := map[string][]string{}
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		token, projects, _ := strings.Cut(item, "=")
+		if projects == "" {
+			out[token] = nil
+			continue
+		}
+		out[token] = strings.Split(projects, "|")
+	}
+	return out
+}

@@ -113,7 +113,7 @@ func peakRSS() int64 {
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			if bytes.HasPrefix(line, []byte("VmHWM:")) {
 				var kb int64
-				fmt.Sscanf(string(bytes.TrimPrefix(line, []byte("VmHWM:"))), "%d", &kb)
+				_, _ = fmt.Sscanf(string(bytes.TrimPrefix(line, []byte("VmHWM:"))), "%d", &kb)
 				return kb << 10
 			}
 		}

@@ -3,7 +3,6 @@ package packetsim
 import (
 	"encoding/json"
 	"net/http"
-	"sort"
 	"strings"
 )
 
@@ -272,13 +271,4 @@ func (s *Server) checkCapacity(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.RUnlock()
 	s.writeJSON(w, http.StatusOK, req)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

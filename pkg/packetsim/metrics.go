@@ -4,9 +4,10 @@ import (
 	"strconv"
 	"time"
 
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"net/http"
 )
 
 // metrics are served on /metrics from a private registry, so several

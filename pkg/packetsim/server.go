@@ -234,12 +234,12 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		p := recover()
-		if p != nil && p != http.ErrAbortHandler && w.status == 0 {
+		if p != nil && p != http.ErrAbortHandler && w.status == 0 { //nolint:errorlint // recover() returns the sentinel itself
 			// Last resort only: handlers return 4xx for every bad input.
 			s.writeError(w, errorf(http.StatusInternalServerError, msgOhSnap))
 		}
 		s.finish(w, r, start, isAPI, body)
-		if p == http.ErrAbortHandler {
+		if p == http.ErrAbortHandler { //nolint:errorlint // recover() returns the sentinel itself
 			panic(p)
 		}
 	}()

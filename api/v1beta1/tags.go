@@ -1,0 +1,85 @@
+package v1beta1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Tags identify the Packet objects the provider creates. Packet has no labels and no unique
+// names, so tags are the only way to find a device or IP again after a lost response or a
+// manager restart. Every tag includes the namespace: two clusters of the same name in different
+// namespaces never share an object.
+const (
+	tagPrefix = "capp:"
+
+	// ClusterTagPrefix marks every object of a cluster: capp:cluster:<namespace>/<name>.
+	ClusterTagPrefix = tagPrefix + "cluster:"
+	// ControlPlaneEndpointTagPrefix marks the elastic IP of a cluster's control-plane endpoint.
+	// It is also the eipTag the Cloud Provider for Equinix Metal looks the IP up by.
+	ControlPlaneEndpointTagPrefix = tagPrefix + "control-plane-endpoint:"
+	// MachineUIDTagPrefix marks the device of one PacketMachine: capp:machine-uid:<uid>.
+	MachineUIDTagPrefix = tagPrefix + "machine-uid:"
+	// RoleTagPrefix says whether a device is a control plane or a worker.
+	RoleTagPrefix = tagPrefix + "role:"
+
+	// LegacyClusterTagPrefix is the elastic IP tag of the previous Packet provider
+	// (cluster-api-provider-packet:cluster-id:<name>); reservations carrying it are adopted so
+	// migrated clusters keep their address.
+	LegacyClusterTagPrefix = "cluster-api-provider-packet:cluster-id:"
+
+	// ControlPlaneRole and WorkerRole are the values of the role tag.
+	ControlPlaneRole = "control-plane"
+	WorkerRole       = "worker"
+
+	// MaxTagLength is the longest tag Packet accepts.
+	MaxTagLength = 255
+)
+
+// ClusterTag is the tag every Packet object of the cluster carries.
+func ClusterTag(namespace, name string) string {
+	return boundedTag(ClusterTagPrefix, namespace+"/"+name)
+}
+
+// ControlPlaneEndpointTag is the tag of the cluster's control-plane elastic IP.
+func ControlPlaneEndpointTag(namespace, name string) string {
+	return boundedTag(ControlPlaneEndpointTagPrefix, namespace+"/"+name)
+}
+
+// MachineUIDTag is the tag of the device behind the PacketMachine with this UID.
+func MachineUIDTag(uid string) string {
+	return boundedTag(MachineUIDTagPrefix, uid)
+}
+
+// RoleTag is the tag saying whether a device is a control plane or a worker.
+func RoleTag(controlPlane bool) string {
+	if controlPlane {
+		return RoleTagPrefix + ControlPlaneRole
+	}
+	return RoleTagPrefix + WorkerRole
+}
+
+// LegacyClusterTag is the previous provider's elastic IP tag for a cluster name.
+func LegacyClusterTag(name string) string {
+	return boundedTag(LegacyClusterTagPrefix, name)
+}
+
+// TagValue returns what follows prefix in tag, and whether tag has that prefix.
+func TagValue(tag, prefix string) (string, bool) {
+	if !strings.HasPrefix(tag, prefix) {
+		return "", false
+	}
+	return tag[len(prefix):], true
+}
+
+// boundedTag joins prefix and value, replacing the end of a value too long for Packet's tag
+// limit by a hash of the whole value, so the tag stays unique and deterministic.
+func boundedTag(prefix, value string) string {
+	tag := prefix + value
+	if len(tag) <= MaxTagLength {
+		return tag
+	}
+	sum := sha256.Sum256([]byte(value))
+	suffix := "~" + hex.EncodeToString(sum[:8])
+	return tag[:MaxTagLength-len(suffix)] + suffix
+}

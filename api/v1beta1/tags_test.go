@@ -1,0 +1,45 @@
+package v1beta1
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTagsIncludeNamespaceAndStayWithinTheLimit(t *testing.T) {
+	if ClusterTag("a", "c1") == ClusterTag("b", "c1") {
+		t.Fatal("same-named clusters in different namespaces must get different tags")
+	}
+	if got := ClusterTag("ns", "c1"); got != "capp:cluster:ns/c1" {
+		t.Fatalf("ClusterTag = %q", got)
+	}
+	long := strings.Repeat("x", 253)
+	a, b := ControlPlaneEndpointTag("ns", long), ControlPlaneEndpointTag("ns", long[:252]+"y")
+	if len(a) > MaxTagLength || len(b) > MaxTagLength {
+		t.Fatalf("tags longer than %d: %d, %d", MaxTagLength, len(a), len(b))
+	}
+	if a == b {
+		t.Fatal("long names that differ only at the end must still give different tags")
+	}
+	if v, ok := TagValue(MachineUIDTag("u-1"), MachineUIDTagPrefix); !ok || v != "u-1" {
+		t.Fatalf("TagValue = %q, %v", v, ok)
+	}
+	if _, ok := TagValue("other:u-1", MachineUIDTagPrefix); ok {
+		t.Fatal("TagValue accepted a tag without the prefix")
+	}
+}
+
+func FuzzTags(f *testing.F) {
+	f.Add("default", "my-cluster", "5a7c1f2e-0000-4000-8000-000000000001")
+	f.Add("", "", "")
+	f.Add(strings.Repeat("n", 63), strings.Repeat("c", 300), "uid")
+	f.Fuzz(func(t *testing.T, namespace, name, uid string) {
+		for _, tag := range []string{ClusterTag(namespace, name), ControlPlaneEndpointTag(namespace, name), MachineUIDTag(uid), LegacyClusterTag(name)} {
+			if len(tag) > MaxTagLength {
+				t.Fatalf("tag longer than %d bytes: %d", MaxTagLength, len(tag))
+			}
+		}
+		if v, ok := TagValue(MachineUIDTag(uid), MachineUIDTagPrefix); len(MachineUIDTagPrefix+uid) <= MaxTagLength && (!ok || v != uid) {
+			t.Fatalf("MachineUIDTag(%q) does not parse back: %q", uid, v)
+		}
+	})
+}

@@ -1,0 +1,188 @@
+// Package packet is the provider's only door to the Packet (Equinix Metal) API. It wraps packngo
+// v0.31.0 behind a narrow, task-shaped Client interface that speaks the provider's own types,
+// classifies every error by HTTP status, pages lists to the end, keeps to a request budget and
+// backs off when Packet says so. No other package imports packngo.
+package packet
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/packethost/packngo"
+	"golang.org/x/time/rate"
+)
+
+// Client is what the controllers need from Packet.
+type Client interface {
+	// GetDevice returns the device with this ID.
+	GetDevice(ctx context.Context, id string) (*Device, error)
+	// FindDevicesByTags returns the project's devices that carry every tag.
+	FindDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error)
+	// CreateDevice creates a device. After a KindTransient error the device may exist anyway.
+	CreateDevice(ctx context.Context, req CreateDeviceRequest) (*Device, error)
+	// DeleteDevice deletes a device; deleting one that is already gone is not an error.
+	DeleteDevice(ctx context.Context, id string) error
+
+	// FindIPReservationsByTags returns the project's IP reservations that carry every tag.
+	FindIPReservationsByTags(ctx context.Context, projectID string, tags ...string) ([]IPReservation, error)
+	// GetIPReservation returns the IP reservation with this ID.
+	GetIPReservation(ctx context.Context, id string) (*IPReservation, error)
+	// ReserveIP reserves one public IPv4 address.
+	ReserveIP(ctx context.Context, req ReserveIPRequest) (*IPReservation, error)
+	// ReleaseIP deletes an IP reservation; releasing one that is already gone is not an error.
+	ReleaseIP(ctx context.Context, id string) error
+	// AssignIP assigns a reserved address to a device.
+	AssignIP(ctx context.Context, deviceID, address string) error
+
+	// GetBGPConfig returns the project's BGP configuration, nil when BGP is not enabled.
+	GetBGPConfig(ctx context.Context, projectID string) (*BGPConfig, error)
+	// EnableBGP creates the project's BGP configuration.
+	EnableBGP(ctx context.Context, projectID string, req BGPConfigRequest) error
+	// EnsureBGPSession gives the device an IPv4 BGP session; an existing one is kept.
+	EnsureBGPSession(ctx context.Context, deviceID string) error
+
+	// ListPlans returns the plans the project can use.
+	ListPlans(ctx context.Context, projectID string) ([]Plan, error)
+	// ListFacilities returns every facility.
+	ListFacilities(ctx context.Context) ([]Facility, error)
+
+	// ListProjectSSHKeys returns the project's SSH keys.
+	ListProjectSSHKeys(ctx context.Context, projectID string) ([]SSHKey, error)
+	// CreateProjectSSHKey registers a public key with the project.
+	CreateProjectSSHKey(ctx context.Context, projectID, label, publicKey string) (*SSHKey, error)
+}
+
+// DefaultAPIURL is the public Packet API.
+const DefaultAPIURL = "https://api.equinix.com/metal/v1/"
+
+// consumerToken identifies the provider to Packet, next to the User-Agent.
+const consumerToken = "cluster-api-provider-packet"
+
+// Options configure a Client.
+type Options struct {
+	// APIURL is the API's base URL; a missing trailing slash is added (packngo needs it).
+	APIURL string
+	// APIKey authenticates every request. It is never logged.
+	APIKey string
+	// UserAgent is sent with every request, e.g. "cluster-api-provider-packet/v0.1.0".
+	UserAgent string
+	// Timeout bounds each HTTP request; packngo has none of its own. Default 30s.
+	Timeout time.Duration
+	// QPS and Burst cap the request rate of this client (one per API key). 0 means 10 and 20.
+	QPS   float64
+	Burst int
+	// Transport is the HTTP transport to use; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+	// PageSize is the page size of paginated lists; 0 means 100. Large pages keep the request
+	// count low; lists are always read to the last page.
+	PageSize int
+}
+
+// NormalizeAPIURL returns the base URL with exactly one trailing slash: packngo resolves paths
+// against it, and without the slash the last path segment is silently dropped.
+func NormalizeAPIURL(u string) string {
+	if u == "" {
+		u = DefaultAPIURL
+	}
+	return strings.TrimRight(u, "/") + "/"
+}
+
+// New returns a Client for one API key.
+func New(opts Options) (Client, error) {
+	if opts.APIKey == "" {
+		return nil, fmt.Errorf("no Packet API key: set PACKET_API_KEY or the cluster's credentialsRef")
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.QPS == 0 {
+		opts.QPS, opts.Burst = 10, 20
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = 100
+	}
+	if opts.Burst < 1 {
+		opts.Burst = 1
+	}
+	next := opts.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	httpClient := &http.Client{Timeout: opts.Timeout, Transport: metricsTransport{next: next}}
+	pc, err := packngo.NewClient(
+		packngo.WithAuth(consumerToken, opts.APIKey),
+		packngo.WithBaseURL(NormalizeAPIURL(opts.APIURL)),
+		packngo.WithHTTPClient(httpClient),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating Packet client: %w", err)
+	}
+	if opts.UserAgent != "" {
+		pc.UserAgent = opts.UserAgent + " " + pc.UserAgent
+	}
+	return &client{api: pc, limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: time.Now}, nil
+}
+
+// client implements Client over packngo.
+type client struct {
+	api      *packngo.Client
+	limiter  *rate.Limiter
+	pageSize int
+	now      func() time.Time
+
+	mu sync.Mutex
+	// blockedUntil is when Packet's last 429 stops applying. Until then calls fail fast
+	// instead of spending requests that would be refused too.
+	blockedUntil time.Time
+}
+
+// do runs one packngo call under the client's request budget and classifies its error.
+func (c *client) do(ctx context.Context, operation string, call func() (*packngo.Response, error)) error {
+	if wait := c.rateLimitedFor(); wait > 0 {
+		return &Error{Kind: KindRateLimited, Operation: operation, RetryAfter: wait,
+			Messages: []string{fmt.Sprintf("waiting %s for Packet's rate limit to reset", wait.Round(time.Second))}}
+	}
+	if err := c.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	_, err := call()
+	e := classify(operation, err, c.now())
+	if e == nil {
+		return nil
+	}
+	if e.Kind == KindRateLimited {
+		c.mu.Lock()
+		if until := c.now().Add(e.RetryAfter); until.After(c.blockedUntil) {
+			c.blockedUntil = until
+		}
+		c.mu.Unlock()
+	}
+	return e
+}
+
+func (c *client) rateLimitedFor() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.blockedUntil.Sub(c.now())
+}
+
+// hasAllTags reports whether have contains every tag in want.
+func hasAllTags(have, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h == w {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

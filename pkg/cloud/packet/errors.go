@@ -1,0 +1,161 @@
+package packet
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/packethost/packngo"
+)
+
+// ErrorKind says what the caller should do about a failed Packet API call.
+type ErrorKind string
+
+const (
+	// KindNotFound: the object does not exist (404).
+	KindNotFound ErrorKind = "NotFound"
+	// KindUnauthorized: the API key is missing, wrong or lacks access (401, 403).
+	KindUnauthorized ErrorKind = "Unauthorized"
+	// KindInvalid: Packet refused the request as it stands (422 and other 4xx). Retrying the same
+	// request will not help; the API's messages say what to change.
+	KindInvalid ErrorKind = "Invalid"
+	// KindRateLimited: too many requests (429); retry after RetryAfter.
+	KindRateLimited ErrorKind = "RateLimited"
+	// KindCapacity: no server or hardware reservation is free right now; retry with backoff.
+	KindCapacity ErrorKind = "Capacity"
+	// KindTransient: a server error, an HTML error page, a timeout or a cut-off response; retry
+	// with backoff. The request may have been carried out.
+	KindTransient ErrorKind = "Transient"
+)
+
+// Error is a classified Packet API error. Its message carries the API's own text.
+type Error struct {
+	Kind ErrorKind
+	// Operation is the API call, e.g. "POST /projects/{id}/devices".
+	Operation string
+	// StatusCode is the HTTP status, 0 when no response arrived.
+	StatusCode int
+	// Messages are the API's error texts.
+	Messages []string
+	// RetryAfter is how long to wait before calling again (rate limits).
+	RetryAfter time.Duration
+	err        error
+}
+
+func (e *Error) Error() string {
+	msg := strings.Join(e.Messages, ", ")
+	if e.StatusCode == 0 {
+		return fmt.Sprintf("%s: %s", e.Operation, msg)
+	}
+	return fmt.Sprintf("%s: %d %s", e.Operation, e.StatusCode, msg)
+}
+
+// Message is the API's text alone, for conditions and events.
+func (e *Error) Message() string { return strings.Join(e.Messages, ", ") }
+
+func (e *Error) Unwrap() error { return e.err }
+
+// KindOf returns the kind of a Packet API error, or "" for other errors.
+func KindOf(err error) ErrorKind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return ""
+}
+
+// IsNotFound reports whether err says the object does not exist.
+func IsNotFound(err error) bool { return KindOf(err) == KindNotFound }
+
+// RetryAfter returns how long a rate-limited caller should wait, 0 for other errors.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) && e.Kind == KindRateLimited {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// Texts Packet uses where the status alone does not tell the cause.
+var capacityTexts = []string{
+	"no available hardware reservations",
+	"aren't available servers",
+	"not provisionable",
+}
+
+// defaultRetryAfter is used when a 429 carries neither Retry-After nor X-RateLimit-Reset.
+const defaultRetryAfter = 30 * time.Second
+
+// classify turns whatever packngo returned into an *Error. The HTTP status decides the kind;
+// message texts only separate capacity shortages from other 422/503 answers.
+func classify(operation string, err error, now time.Time) *Error {
+	if err == nil {
+		return nil
+	}
+	var apiErr *packngo.ErrorResponse
+	if !errors.As(err, &apiErr) || apiErr.Response == nil {
+		// No usable response: connection errors, timeouts, truncated or non-JSON bodies.
+		return &Error{Kind: KindTransient, Operation: operation, Messages: []string{err.Error()}, err: err}
+	}
+	status := apiErr.Response.StatusCode
+	messages := append([]string(nil), apiErr.Errors...)
+	if apiErr.SingleError != "" {
+		messages = append(messages, apiErr.SingleError)
+	}
+	if len(messages) == 0 {
+		messages = []string{http.StatusText(status)}
+	}
+	e := &Error{Operation: operation, StatusCode: status, Messages: messages, err: err}
+	switch {
+	case status == http.StatusNotFound:
+		e.Kind = KindNotFound
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		e.Kind = KindUnauthorized
+	case status == http.StatusTooManyRequests:
+		e.Kind = KindRateLimited
+		e.RetryAfter = retryAfter(apiErr.Response.Header, now)
+	case (status == http.StatusUnprocessableEntity || status == http.StatusServiceUnavailable) && mentionsCapacity(messages):
+		e.Kind = KindCapacity
+	case status >= 500:
+		e.Kind = KindTransient
+	default:
+		e.Kind = KindInvalid
+	}
+	return e
+}
+
+func mentionsCapacity(messages []string) bool {
+	for _, m := range messages {
+		lower := strings.ToLower(m)
+		for _, t := range capacityTexts {
+			if strings.Contains(lower, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// retryAfter reads the server's wait: Retry-After (seconds or an HTTP date), else
+// X-RateLimit-Reset (Unix seconds), else a default.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After"); v != "" {
+		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+			return time.Duration(secs) * time.Second
+		}
+		if at, err := http.ParseTime(v); err == nil && at.After(now) {
+			return at.Sub(now)
+		}
+	}
+	if v := h.Get("X-RateLimit-Reset"); v != "" {
+		if epoch, err := strconv.ParseInt(v, 10, 64); err == nil {
+			if d := time.Unix(epoch, 0).Sub(now); d > 0 {
+				return d
+			}
+		}
+	}
+	return defaultRetryAfter
+}

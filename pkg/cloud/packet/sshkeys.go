@@ -1,0 +1,35 @@
+package packet
+
+import (
+	"context"
+
+	"github.com/packethost/packngo"
+)
+
+func (c *client) ListProjectSSHKeys(ctx context.Context, projectID string) ([]SSHKey, error) {
+	var keys []packngo.SSHKey
+	err := c.do(ctx, "GET /projects/{id}/ssh-keys", func() (resp *packngo.Response, err error) {
+		keys, resp, err = c.api.SSHKeys.ProjectList(projectID)
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SSHKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: k.FingerPrint})
+	}
+	return out, nil
+}
+
+func (c *client) CreateProjectSSHKey(ctx context.Context, projectID, label, publicKey string) (*SSHKey, error) {
+	var k *packngo.SSHKey
+	err := c.do(ctx, "POST /projects/{id}/ssh-keys", func() (resp *packngo.Response, err error) {
+		k, resp, err = c.api.SSHKeys.Create(&packngo.SSHKeyCreateRequest{Label: label, Key: publicKey, ProjectID: projectID})
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: k.FingerPrint}, nil
+}

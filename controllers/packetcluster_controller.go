@@ -1,0 +1,182 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachinetemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+
+// PacketClusterReconciler gives a Cluster its Packet infrastructure: the control-plane endpoint
+// (an elastic IP, or the user's), BGP for kube-vip, and failure domains.
+type PacketClusterReconciler struct {
+	Client client.Client
+	// Packet gives the Packet client for a set of credentials.
+	Packet scope.ClientProvider
+	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
+	// credentialsRef.
+	DefaultAPIKey string
+	// BGPLocalASN is the ASN for KUBE_VIP clusters that set none.
+	BGPLocalASN int64
+	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
+	WatchFilterValue string
+	// PendingIPRetry is how often a reservation awaiting Packet's approval is checked; 0 means
+	// the service's default (30s).
+	PendingIPRetry time.Duration
+}
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *PacketClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.PacketCluster{}).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		WithEventFilter(predicates.ResourceIsNotExternallyManaged(mgr.GetScheme(), log)).
+		Watches(&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx,
+				infrav1.GroupVersion.WithKind("PacketCluster"), mgr.GetClient(), &infrav1.PacketCluster{})),
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
+		).
+		Complete(r)
+}
+
+// Reconcile runs Cluster API's canonical preamble, then reserves (or releases) what the cluster
+// needs from Packet.
+func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	log := ctrl.LoggerFrom(ctx)
+	pc := &infrav1.PacketCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, pc.ObjectMeta)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if cluster == nil {
+		if !pc.DeletionTimestamp.IsZero() {
+			// Cluster API never adopted it, so nothing was reserved for it.
+			return ctrl.Result{}, r.removeFinalizer(ctx, pc)
+		}
+		log.Info("Waiting for the Cluster controller to set an OwnerRef on the PacketCluster")
+		return ctrl.Result{}, nil
+	}
+	log = log.WithValues("Cluster", klog.KObj(cluster))
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	if annotations.IsExternallyManaged(pc) {
+		log.V(4).Info("PacketCluster is externally managed, skipping")
+		return ctrl.Result{}, nil
+	}
+	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, pc, infrav1.PacketClusterFinalizer); err != nil || added {
+		return ctrl.Result{}, err
+	}
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pc); err != nil || isPaused || requeue {
+		return ctrl.Result{}, err
+	}
+
+	creds, credErr := scope.ResolveCredentials(ctx, r.Client, pc, r.DefaultAPIKey)
+	s, err := scope.NewClusterScope(scope.ClusterScopeParams{Client: r.Client, Cluster: cluster, PacketCluster: pc, Credentials: creds})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := s.Close(ctx); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+	if credErr == nil {
+		s.Packet, credErr = r.Packet.ClientFor(creds.Source, creds.APIKey)
+	}
+	if credErr != nil {
+		var ce *scope.ErrCredentials
+		if !errors.As(credErr, &ce) {
+			credErr = &scope.ErrCredentials{Err: credErr}
+		}
+		return scope.HandleAPIError(pc, infrav1.PacketAPIAvailableCondition, credErr, scope.SlowRetry)
+	}
+
+	if !pc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.ClusterScope) (ctrl.Result, error) {
+	pc := s.PacketCluster
+	eip := elasticip.NewService(s)
+	if r.PendingIPRetry > 0 {
+		eip.PendingRetry = r.PendingIPRetry
+	}
+	if res, err := eip.Reconcile(ctx); err != nil || !res.IsZero() ||
+		!conditions.IsTrue(pc, infrav1.ControlPlaneEndpointReadyCondition) {
+		return res, err
+	}
+	if pc.Spec.VIPManager == infrav1.KubeVIPVIPManager {
+		if res, err := bgp.NewService(s, r.BGPLocalASN).Reconcile(ctx); err != nil || !res.IsZero() ||
+			!conditions.IsTrue(pc, infrav1.BGPReadyCondition) {
+			return res, err
+		}
+	}
+	if len(pc.Status.FailureDomains) == 0 {
+		fds, err := failuredomains.Compute(ctx, s)
+		if err != nil {
+			return scope.HandleAPIError(pc, infrav1.PacketAPIAvailableCondition, err, scope.SlowRetry)
+		}
+		pc.Status.FailureDomains = fds
+	}
+	// The endpoint is set above, so it reaches Cluster API together with provisioned.
+	pc.Status.Initialization.Provisioned = ptr.To(true)
+	return ctrl.Result{}, nil
+}
+
+func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.ClusterScope) (ctrl.Result, error) {
+	pc := s.PacketCluster
+	conditions.Set(pc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: metav1.ConditionFalse,
+		Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Deleting (elastic IP reclaim policy %s)", pc.Spec.ElasticIPReclaimPolicy)})
+	if res, err := elasticip.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
+		return res, err
+	}
+	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// removeFinalizer drops the finalizer of a PacketCluster that Cluster API never adopted.
+func (r *PacketClusterReconciler) removeFinalizer(ctx context.Context, pc *infrav1.PacketCluster) error {
+	if !controllerutil.ContainsFinalizer(pc, infrav1.PacketClusterFinalizer) {
+		return nil
+	}
+	orig := pc.DeepCopy()
+	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
+	return r.Client.Patch(ctx, pc, client.MergeFrom(orig))
+}

@@ -1,0 +1,265 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+)
+
+func init() {
+	suiteReconcilers = append(suiteReconcilers, func(c context.Context, mgr ctrl.Manager) error {
+		return (&PacketClusterReconciler{
+			Client:         mgr.GetClient(),
+			Packet:         factory,
+			DefaultAPIKey:  packetsim.DefaultToken,
+			PendingIPRetry: 200 * time.Millisecond,
+		}).SetupWithManager(c, mgr, testOptions)
+	})
+}
+
+// endpointReservations returns the simulator's reservations tagged for a cluster's endpoint.
+func endpointReservations(ns, name string) []packetsim.IPReservation {
+	var out []packetsim.IPReservation
+	for _, ip := range sim.IPReservations(simProject) {
+		for _, t := range ip.Tags {
+			if t == infrav1.ControlPlaneEndpointTag(ns, name) || t == infrav1.LegacyClusterTag(name) {
+				out = append(out, ip)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func provisioned(ns, name string) func(g Gomega) {
+	return func(g Gomega) {
+		pc := &infrav1.PacketCluster{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pc)).To(Succeed())
+		g.Expect(pc.Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+	}
+}
+
+func conditionOf(ns, name, conditionType string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		pc := &infrav1.PacketCluster{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pc); err != nil {
+			return nil
+		}
+		return conditions.Get(pc, conditionType)
+	}
+}
+
+func haveReason(reason string) OmegaMatcher {
+	return And(Not(BeNil()), HaveField("Reason", reason))
+}
+
+var _ = Describe("PacketCluster reconciler", func() {
+	AfterEach(func() { sim.ClearFaults() })
+
+	It("reserves one elastic IP, publishes it as the endpoint and reports provisioned", func() {
+		ns := newNamespace()
+		createCluster(ns, "c1", infrav1.PacketClusterSpec{Metro: "sv"})
+		Eventually(provisioned(ns, "c1"), eventually).Should(Succeed())
+
+		pc := getPacketCluster(ns, "c1")
+		ips := endpointReservations(ns, "c1")
+		Expect(ips).To(HaveLen(1))
+		Expect(pc.Spec.ControlPlaneEndpoint).To(Equal(clusterv1.APIEndpoint{Host: ips[0].Network, Port: 6443}))
+		Expect(ips[0].Tags).To(ContainElement(infrav1.ClusterTag(ns, "c1")))
+		Expect(conditions.IsTrue(pc, infrav1.ControlPlaneEndpointReadyCondition)).To(BeTrue())
+		Expect(conditions.IsTrue(pc, clusterv1.ReadyCondition)).To(BeTrue())
+		Expect(pc.Status.FailureDomains).NotTo(BeEmpty())
+		for _, fd := range pc.Status.FailureDomains {
+			Expect(fd.Name).To(HavePrefix("sv"))
+			Expect(fd.ControlPlane).To(Equal(ptr.To(true)))
+		}
+		Expect(pc.Finalizers).To(ContainElement(infrav1.PacketClusterFinalizer))
+
+		By("reconciling again without any new Packet call")
+		reserves, lists := apiCalls("POST /projects/{id}/ips"), apiCalls("GET /projects/{id}/ips")
+		pc.Annotations = map[string]string{"test/poke": "1"}
+		Expect(k8sClient.Update(ctx, pc)).To(Succeed())
+		Consistently(func() []int {
+			return []int{apiCalls("POST /projects/{id}/ips"), apiCalls("GET /projects/{id}/ips")}
+		}, time.Second).Should(Equal([]int{reserves, lists}))
+		Expect(endpointReservations(ns, "c1")).To(HaveLen(1))
+
+		events := &corev1.EventList{}
+		Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		reserved := 0
+		for _, e := range events.Items {
+			if e.Reason == "ElasticIPReserved" {
+				reserved += int(max(e.Count, 1))
+			}
+		}
+		Expect(reserved).To(Equal(1), "one event for one reservation")
+	})
+
+	It("gives same-named clusters in two namespaces two different IPs", func() {
+		nsA, nsB := newNamespace(), newNamespace()
+		createCluster(nsA, "twin", infrav1.PacketClusterSpec{Metro: "da"})
+		createCluster(nsB, "twin", infrav1.PacketClusterSpec{Metro: "da"})
+		Eventually(provisioned(nsA, "twin"), eventually).Should(Succeed())
+		Eventually(provisioned(nsB, "twin"), eventually).Should(Succeed())
+		a, b := getPacketCluster(nsA, "twin"), getPacketCluster(nsB, "twin")
+		Expect(a.Spec.ControlPlaneEndpoint.Host).NotTo(Equal(b.Spec.ControlPlaneEndpoint.Host))
+		Expect(endpointReservations(nsA, "twin")).To(HaveLen(1))
+		Expect(endpointReservations(nsB, "twin")).To(HaveLen(1))
+	})
+
+	It("honours a user-supplied endpoint without reserving anything", func() {
+		ns := newNamespace()
+		reserves := apiCalls("POST /projects/{id}/ips")
+		createCluster(ns, "byo", infrav1.PacketClusterSpec{Metro: "sv",
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "lb.example.com"}})
+		Eventually(provisioned(ns, "byo"), eventually).Should(Succeed())
+		pc := getPacketCluster(ns, "byo")
+		Expect(pc.Spec.ControlPlaneEndpoint).To(Equal(clusterv1.APIEndpoint{Host: "lb.example.com", Port: 6443}))
+		Expect(conditions.GetReason(pc, infrav1.ControlPlaneEndpointReadyCondition)).To(Equal(infrav1.UserSuppliedEndpointReason))
+		Expect(apiCalls("POST /projects/{id}/ips")).To(Equal(reserves))
+		Expect(endpointReservations(ns, "byo")).To(BeEmpty())
+	})
+
+	It("waits for a pending reservation, then proceeds", func() {
+		ns := newNamespace()
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultEIPPending, Tag: infrav1.ControlPlaneEndpointTag(ns, "slow"),
+			Duration: 10 * time.Minute, State: "created"})
+		createCluster(ns, "slow", infrav1.PacketClusterSpec{Metro: "sv"})
+		Eventually(conditionOf(ns, "slow", infrav1.ControlPlaneEndpointReadyCondition), eventually).
+			Should(haveReason(infrav1.WaitingForIPReservationReason))
+		Consistently(provisioned(ns, "slow"), time.Second).ShouldNot(Succeed())
+		Expect(getPacketCluster(ns, "slow").Spec.ControlPlaneEndpoint.Host).To(BeEmpty())
+
+		sim.Advance(11 * time.Minute)
+		Eventually(provisioned(ns, "slow"), eventually).Should(Succeed())
+		Expect(endpointReservations(ns, "slow")).To(HaveLen(1))
+		Expect(getPacketCluster(ns, "slow").Spec.ControlPlaneEndpoint.Host).To(Equal(endpointReservations(ns, "slow")[0].Network))
+	})
+
+	It("reports an exceeded IP quota with Packet's message and recovers when it is raised", func() {
+		ns := newNamespace()
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, IPv4Quota: 1})
+		DeferCleanup(func() {
+			sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, IPv4Quota: 1 << 20})
+		})
+		createCluster(ns, "full", infrav1.PacketClusterSpec{Metro: "sv"})
+		Eventually(conditionOf(ns, "full", infrav1.ControlPlaneEndpointReadyCondition), eventually).
+			Should(And(haveReason(infrav1.QuotaExceededReason), HaveField("Message", ContainSubstring("quota"))))
+		Expect(conditions.IsFalse(getPacketCluster(ns, "full"), clusterv1.ReadyCondition)).To(BeTrue())
+		Expect(endpointReservations(ns, "full")).To(BeEmpty())
+	})
+
+	It("reports invalid credentials from the cluster's Secret and makes no further calls for them", func() {
+		ns := newNamespace()
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns},
+			Data: map[string][]byte{"apiKey": []byte("not-a-valid-token")}})).To(Succeed())
+		createCluster(ns, "badkey", infrav1.PacketClusterSpec{Metro: "sv", CredentialsRef: &infrav1.SecretReference{Name: "creds"}})
+		Eventually(conditionOf(ns, "badkey", infrav1.PacketAPIAvailableCondition), eventually).
+			Should(And(haveReason(infrav1.CredentialsInvalidReason), HaveField("Message", ContainSubstring("Invalid authentication token"))))
+
+		createCluster(ns, "nosecret", infrav1.PacketClusterSpec{Metro: "sv", CredentialsRef: &infrav1.SecretReference{Name: "missing"}})
+		Eventually(conditionOf(ns, "nosecret", infrav1.PacketAPIAvailableCondition), eventually).
+			Should(And(haveReason(infrav1.CredentialsInvalidReason), HaveField("Message", ContainSubstring("missing"))))
+		Expect(getPacketCluster(ns, "nosecret").Status.Initialization.Provisioned).To(BeNil())
+	})
+
+	It("makes no Packet call while the Cluster is paused", func() {
+		ns := newNamespace()
+		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "paused", Namespace: ns},
+			Spec: clusterv1.ClusterSpec{Paused: ptr.To(true), InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "PacketCluster", Name: "paused"}}}
+		Expect(k8sClient.Create(ctx, cluster)).To(Succeed())
+		before := len(sim.Requests())
+		Expect(k8sClient.Create(ctx, &infrav1.PacketCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "paused", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "paused", UID: cluster.UID}}},
+			Spec: infrav1.PacketClusterSpec{ProjectID: simProject, Metro: "sv"},
+		})).To(Succeed())
+		Eventually(conditionOf(ns, "paused", clusterv1.PausedCondition), eventually).Should(HaveField("Status", metav1.ConditionTrue))
+		Consistently(func() int { return len(sim.Requests()) }, 2*time.Second).Should(Equal(before))
+		Expect(endpointReservations(ns, "paused")).To(BeEmpty())
+	})
+
+	DescribeTable("deletion follows the reclaim policy",
+		func(policy infrav1.ElasticIPReclaimPolicy, remaining int) {
+			ns := newNamespace()
+			createCluster(ns, "gone", infrav1.PacketClusterSpec{Metro: "sv", ElasticIPReclaimPolicy: policy})
+			Eventually(provisioned(ns, "gone"), eventually).Should(Succeed())
+			Expect(endpointReservations(ns, "gone")).To(HaveLen(1))
+			Expect(k8sClient.Delete(ctx, getPacketCluster(ns, "gone"))).To(Succeed())
+			Eventually(func() bool {
+				return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &infrav1.PacketCluster{}))
+			}, eventually).Should(BeTrue())
+			Expect(endpointReservations(ns, "gone")).To(HaveLen(remaining))
+		},
+		Entry("Delete releases the IP", infrav1.ElasticIPReclaimDelete, 0),
+		Entry("Retain keeps the IP", infrav1.ElasticIPReclaimRetain, 1),
+	)
+
+	It("waits out a 429 for the server's Retry-After instead of retrying at once", func() {
+		ns := newNamespace()
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultRateLimit, Route: "POST /projects/{id}/ips", RetryAfter: 2, Count: 1})
+		createCluster(ns, "limited", infrav1.PacketClusterSpec{Metro: "sv"})
+		Eventually(conditionOf(ns, "limited", infrav1.PacketAPIAvailableCondition), eventually).
+			Should(haveReason(infrav1.RateLimitedReason))
+		posts := apiCalls("POST /projects/{id}/ips")
+		Consistently(func() int { return apiCalls("POST /projects/{id}/ips") }, 1500*time.Millisecond).Should(Equal(posts))
+		Eventually(provisioned(ns, "limited"), eventually).Should(Succeed())
+		Expect(endpointReservations(ns, "limited")).To(HaveLen(1))
+		Expect(conditions.IsTrue(getPacketCluster(ns, "limited"), infrav1.PacketAPIAvailableCondition)).To(BeTrue())
+	})
+
+	It("enables the project's BGP once for KUBE_VIP clusters", func() {
+		ns := newNamespace()
+		createCluster(ns, "vip1", infrav1.PacketClusterSpec{Metro: "sv", VIPManager: infrav1.KubeVIPVIPManager})
+		Eventually(provisioned(ns, "vip1"), eventually).Should(Succeed())
+		cfg, ok := sim.BGPConfig(simProject)
+		Expect(ok).To(BeTrue())
+		Expect(cfg.DeploymentType).To(Equal("local"))
+		Expect(conditions.IsTrue(getPacketCluster(ns, "vip1"), infrav1.BGPReadyCondition)).To(BeTrue())
+
+		enables := apiCalls("POST /projects/{id}/bgp-configs")
+		Expect(enables).To(BeNumerically("<=", 1))
+		createCluster(ns, "vip2", infrav1.PacketClusterSpec{Metro: "sv", VIPManager: infrav1.KubeVIPVIPManager})
+		Eventually(provisioned(ns, "vip2"), eventually).Should(Succeed())
+		Expect(apiCalls("POST /projects/{id}/bgp-configs")).To(Equal(enables), "the existing config is reused")
+	})
+
+	It("adopts the elastic IP of a cluster migrated from the previous Packet provider", func() {
+		ns := newNamespace()
+		c, err := factory.ClientFor("migration-test", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		old, err := c.ReserveIP(ctx, packet.ReserveIPRequest{ProjectID: simProject, Metro: "sv",
+			Tags: []string{infrav1.LegacyClusterTag("migrated")}})
+		Expect(err).NotTo(HaveOccurred())
+		reserves := apiCalls("POST /projects/{id}/ips")
+
+		createCluster(ns, "migrated", infrav1.PacketClusterSpec{Metro: "sv"})
+		Eventually(provisioned(ns, "migrated"), eventually).Should(Succeed())
+		Expect(getPacketCluster(ns, "migrated").Spec.ControlPlaneEndpoint.Host).To(Equal(old.Address))
+		Expect(apiCalls("POST /projects/{id}/ips")).To(Equal(reserves))
+	})
+
+	It("refuses EMLB with a reason that says it is not supported", func() {
+		ns := newNamespace()
+		createCluster(ns, "emlb", infrav1.PacketClusterSpec{Metro: "sv", VIPManager: infrav1.EMLBVIPManager})
+		Eventually(conditionOf(ns, "emlb", clusterv1.ReadyCondition), eventually).
+			Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("EMLB"))))
+		Expect(conditions.GetReason(getPacketCluster(ns, "emlb"), infrav1.ControlPlaneEndpointReadyCondition)).
+			To(Equal(infrav1.EMLBNotSupportedReason))
+		Expect(getPacketCluster(ns, "emlb").Status.Initialization.Provisioned).To(BeNil())
+	})
+})

@@ -1,0 +1,75 @@
+package scope
+
+import (
+	"context"
+	"errors"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+)
+
+// ClusterConditions are the PacketCluster conditions Ready summarises, in order.
+var ClusterConditions = []string{
+	infrav1.PacketAPIAvailableCondition,
+	infrav1.ControlPlaneEndpointReadyCondition,
+	infrav1.BGPReadyCondition,
+}
+
+// ClusterScopeParams are what a ClusterScope is built from.
+type ClusterScopeParams struct {
+	Client        client.Client
+	Cluster       *clusterv1.Cluster
+	PacketCluster *infrav1.PacketCluster
+	// Packet is the client for the cluster's credentials; nil when they could not be read.
+	Packet      packet.Client
+	Credentials Credentials
+}
+
+// ClusterScope is one reconcile of a PacketCluster.
+type ClusterScope struct {
+	client.Client
+	Cluster       *clusterv1.Cluster
+	PacketCluster *infrav1.PacketCluster
+	Packet        packet.Client
+	Credentials   Credentials
+
+	patchHelper *patch.Helper
+}
+
+// NewClusterScope validates params and starts tracking changes to the PacketCluster.
+func NewClusterScope(p ClusterScopeParams) (*ClusterScope, error) {
+	if p.Client == nil || p.Cluster == nil || p.PacketCluster == nil {
+		return nil, errors.New("cluster scope needs a client, a Cluster and a PacketCluster")
+	}
+	helper, err := patch.NewHelper(p.PacketCluster, p.Client)
+	if err != nil {
+		return nil, err
+	}
+	return &ClusterScope{Client: p.Client, Cluster: p.Cluster, PacketCluster: p.PacketCluster,
+		Packet: p.Packet, Credentials: p.Credentials, patchHelper: helper}, nil
+}
+
+// Name and Namespace are the PacketCluster's.
+func (s *ClusterScope) Name() string      { return s.PacketCluster.Name }
+func (s *ClusterScope) Namespace() string { return s.PacketCluster.Namespace }
+
+// ProjectID is the Packet project of the cluster.
+func (s *ClusterScope) ProjectID() string { return s.PacketCluster.Spec.ProjectID }
+
+// Close summarises the conditions into Ready and patches the PacketCluster.
+func (s *ClusterScope) Close(ctx context.Context) error {
+	if err := conditions.SetSummaryCondition(s.PacketCluster, s.PacketCluster, clusterv1.ReadyCondition,
+		conditions.ForConditionTypes(ClusterConditions),
+		conditions.IgnoreTypesIfMissing(ClusterConditions),
+	); err != nil {
+		return err
+	}
+	return s.patchHelper.Patch(ctx, s.PacketCluster, patch.WithOwnedConditions{Conditions: append([]string{
+		clusterv1.PausedCondition, clusterv1.ReadyCondition,
+	}, ClusterConditions...)})
+}

@@ -1,0 +1,60 @@
+package scope
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+)
+
+// Keys of a credentials Secret named by PacketCluster.spec.credentialsRef.
+const (
+	APIKeySecretKey      = "apiKey"
+	BGPPasswordSecretKey = "bgpPassword"
+)
+
+// Credentials are the Packet credentials a cluster uses.
+type Credentials struct {
+	// Source names where the key came from ("<namespace>/<secret>" or "" for the manager's).
+	Source string
+	APIKey string
+	// BGPPassword is the MD5 password for the project's BGP, empty when not set.
+	BGPPassword string
+}
+
+// ClientProvider gives the Packet client for a set of credentials; *packet.Factory is one.
+type ClientProvider interface {
+	ClientFor(source, apiKey string) (packet.Client, error)
+}
+
+// ErrCredentials wraps errors reading a cluster's credentials Secret.
+type ErrCredentials struct{ Err error }
+
+func (e *ErrCredentials) Error() string { return e.Err.Error() }
+func (e *ErrCredentials) Unwrap() error { return e.Err }
+
+// ResolveCredentials returns the credentials of the PacketCluster: the Secret named by
+// spec.credentialsRef in its namespace, else the manager's default key.
+func ResolveCredentials(ctx context.Context, c client.Reader, pc *infrav1.PacketCluster, defaultAPIKey string) (Credentials, error) {
+	ref := pc.Spec.CredentialsRef
+	if ref == nil {
+		if defaultAPIKey == "" {
+			return Credentials{}, &ErrCredentials{fmt.Errorf("no Packet API key: the manager has none (PACKET_API_KEY) and spec.credentialsRef is not set")}
+		}
+		return Credentials{APIKey: defaultAPIKey}, nil
+	}
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: pc.Namespace, Name: ref.Name}
+	if err := c.Get(ctx, key, secret); err != nil {
+		return Credentials{}, &ErrCredentials{fmt.Errorf("reading credentials Secret %s: %w", key, err)}
+	}
+	apiKey := string(secret.Data[APIKeySecretKey])
+	if apiKey == "" {
+		return Credentials{}, &ErrCredentials{fmt.Errorf("credentials Secret %s has no %q key", key, APIKeySecretKey)}
+	}
+	return Credentials{Source: key.String(), APIKey: apiKey, BGPPassword: string(secret.Data[BGPPasswordSecretKey])}, nil
+}

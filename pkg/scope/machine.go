@@ -1,0 +1,165 @@
+package scope
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+)
+
+// MachineConditions are the PacketMachine conditions Ready summarises, in order.
+var MachineConditions = []string{
+	infrav1.PacketAPIAvailableCondition,
+	infrav1.DeviceReadyCondition,
+	infrav1.ElasticIPAssignedCondition,
+	infrav1.BGPSessionReadyCondition,
+}
+
+// MachineScopeParams are what a MachineScope is built from.
+type MachineScopeParams struct {
+	Client        client.Client
+	Cluster       *clusterv1.Cluster
+	Machine       *clusterv1.Machine
+	PacketCluster *infrav1.PacketCluster
+	PacketMachine *infrav1.PacketMachine
+	Packet        packet.Client
+	Credentials   Credentials
+}
+
+// MachineScope is one reconcile of a PacketMachine.
+type MachineScope struct {
+	client.Client
+	Cluster       *clusterv1.Cluster
+	Machine       *clusterv1.Machine
+	PacketCluster *infrav1.PacketCluster
+	PacketMachine *infrav1.PacketMachine
+	Packet        packet.Client
+	Credentials   Credentials
+
+	patchHelper *patch.Helper
+}
+
+// NewMachineScope validates params and starts tracking changes to the PacketMachine.
+func NewMachineScope(p MachineScopeParams) (*MachineScope, error) {
+	if p.Client == nil || p.Cluster == nil || p.Machine == nil || p.PacketCluster == nil || p.PacketMachine == nil {
+		return nil, errors.New("machine scope needs a client, a Cluster, a Machine, a PacketCluster and a PacketMachine")
+	}
+	helper, err := patch.NewHelper(p.PacketMachine, p.Client)
+	if err != nil {
+		return nil, err
+	}
+	return &MachineScope{Client: p.Client, Cluster: p.Cluster, Machine: p.Machine, PacketCluster: p.PacketCluster,
+		PacketMachine: p.PacketMachine, Packet: p.Packet, Credentials: p.Credentials, patchHelper: helper}, nil
+}
+
+// Name and Namespace are the PacketMachine's.
+func (s *MachineScope) Name() string      { return s.PacketMachine.Name }
+func (s *MachineScope) Namespace() string { return s.PacketMachine.Namespace }
+
+// ProjectID is the Packet project of the cluster.
+func (s *MachineScope) ProjectID() string { return s.PacketCluster.Spec.ProjectID }
+
+// IsControlPlane reports whether the Machine is a control-plane machine.
+func (s *MachineScope) IsControlPlane() bool { return util.IsControlPlaneMachine(s.Machine) }
+
+// IdentityTags are the tags that find this machine's device again: cluster, machine UID, role.
+// The machine UID tag comes first: it is the one lookups filter on.
+func (s *MachineScope) IdentityTags() []string {
+	return []string{
+		infrav1.MachineUIDTag(string(s.PacketMachine.UID)),
+		infrav1.ClusterTag(s.Cluster.Namespace, s.Cluster.Name),
+		infrav1.RoleTag(s.IsControlPlane()),
+	}
+}
+
+// DeviceID is the device recorded in spec.providerID, "" when none is.
+func (s *MachineScope) DeviceID() string {
+	id, err := infrav1.ParseProviderID(s.PacketMachine.Spec.ProviderID)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// SetDeviceID records the device in spec.providerID.
+func (s *MachineScope) SetDeviceID(id string) {
+	s.PacketMachine.Spec.ProviderID = infrav1.ProviderID(id)
+}
+
+// Location is where the device goes: the Machine's failure domain (a facility) when set, else
+// the PacketMachine's metro or facility, else the PacketCluster's. Exactly one of the two
+// results is set.
+func (s *MachineScope) Location() (metro, facility string) {
+	if fd := s.Machine.Spec.FailureDomain; fd != "" {
+		return "", fd
+	}
+	if m := s.PacketMachine.Spec; m.Metro != "" || m.Facility != "" {
+		if m.Metro != "" {
+			return m.Metro, ""
+		}
+		return "", m.Facility
+	}
+	if s.PacketCluster.Spec.Metro != "" {
+		return s.PacketCluster.Spec.Metro, ""
+	}
+	return "", s.PacketCluster.Spec.Facility
+}
+
+// BootstrapData returns the bootstrap Secret's user-data and its format ("cloud-config" or
+// "ignition"). It errors while the Machine has no bootstrap data yet.
+func (s *MachineScope) BootstrapData(ctx context.Context) (data []byte, format string, err error) {
+	name := s.Machine.Spec.Bootstrap.DataSecretName
+	if name == nil || *name == "" {
+		return nil, "", errors.New("the Machine has no bootstrap data secret yet")
+	}
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: s.Machine.Namespace, Name: *name}
+	if err := s.Get(ctx, key, secret); err != nil {
+		return nil, "", fmt.Errorf("reading bootstrap data secret %s: %w", key, err)
+	}
+	value, ok := secret.Data["value"]
+	if !ok {
+		return nil, "", fmt.Errorf("bootstrap data secret %s has no \"value\" key", key)
+	}
+	format = string(secret.Data["format"])
+	if format == "" {
+		format = "cloud-config"
+	}
+	return value, format, nil
+}
+
+// Close summarises the conditions into Ready and patches the PacketMachine.
+func (s *MachineScope) Close(ctx context.Context) error {
+	if err := conditions.SetSummaryCondition(s.PacketMachine, s.PacketMachine, clusterv1.ReadyCondition,
+		conditions.ForConditionTypes(MachineConditions),
+		conditions.IgnoreTypesIfMissing(MachineConditions),
+	); err != nil {
+		return err
+	}
+	return s.patchHelper.Patch(ctx, s.PacketMachine, patch.WithOwnedConditions{Conditions: append([]string{
+		clusterv1.PausedCondition, clusterv1.ReadyCondition,
+	}, MachineConditions...)})
+}
+
+// PatchNow writes the PacketMachine immediately, e.g. to record a new device's provider ID
+// before anything else can fail, and tracks later changes from there.
+func (s *MachineScope) PatchNow(ctx context.Context) error {
+	if err := s.patchHelper.Patch(ctx, s.PacketMachine, patch.WithOwnedConditions{Conditions: MachineConditions}); err != nil {
+		return err
+	}
+	helper, err := patch.NewHelper(s.PacketMachine, s.Client)
+	if err != nil {
+		return err
+	}
+	s.patchHelper = helper
+	return nil
+}

@@ -1,0 +1,178 @@
+// Package elasticip reserves, reuses and releases the elastic IP behind a cluster's
+// control-plane endpoint. It owns the ControlPlaneEndpointReady condition.
+package elasticip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+)
+
+// DefaultAPIServerPort is the control-plane port when the user sets none.
+const DefaultAPIServerPort = 6443
+
+// Service manages the control-plane elastic IP of one cluster.
+type Service struct {
+	scope *scope.ClusterScope
+	// PendingRetry is how often a reservation awaiting approval is checked.
+	PendingRetry time.Duration
+}
+
+// NewService returns the elastic IP service for a cluster.
+func NewService(s *scope.ClusterScope) *Service {
+	return &Service{scope: s, PendingRetry: 30 * time.Second}
+}
+
+// Reconcile makes spec.controlPlaneEndpoint point at the cluster's elastic IP, reserving one
+// the first time. A host the user set is kept and nothing is reserved for it.
+func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
+	pc := s.scope.PacketCluster
+	endpoint := &pc.Spec.ControlPlaneEndpoint
+	if endpoint.Host != "" && endpoint.Port == 0 {
+		endpoint.Port = DefaultAPIServerPort
+	}
+	if pc.Spec.VIPManager == infrav1.EMLBVIPManager {
+		s.set(metav1.ConditionFalse, infrav1.EMLBNotSupportedReason,
+			"vipManager EMLB is not supported yet: the Equinix Metal Load Balancer API is not part of the Packet client; use CPEM or KUBE_VIP")
+		return ctrl.Result{}, nil
+	}
+	if endpoint.Host != "" && s.endpointIsOurs() {
+		return ctrl.Result{}, nil
+	}
+
+	ip, err := s.find(ctx)
+	if err != nil {
+		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+	}
+	if endpoint.Host != "" && (ip == nil || ip.Address != endpoint.Host) {
+		s.set(metav1.ConditionTrue, infrav1.UserSuppliedEndpointReason, "")
+		return ctrl.Result{}, nil
+	}
+	if ip == nil {
+		if ip, err = s.reserve(ctx); err != nil {
+			return s.reserveFailed(err)
+		}
+		record.Eventf(pc, "ElasticIPReserved", "Reserved elastic IP %s for the control-plane endpoint", displayAddress(ip))
+	}
+	scope.MarkAPIAvailable(pc)
+	switch ip.State {
+	case packet.IPReservationStatePending:
+		s.set(metav1.ConditionFalse, infrav1.WaitingForIPReservationReason,
+			fmt.Sprintf("Elastic IP reservation %s is waiting for approval by Packet", ip.ID))
+		return ctrl.Result{RequeueAfter: s.PendingRetry}, nil
+	case packet.IPReservationStateDenied:
+		s.set(metav1.ConditionFalse, infrav1.QuotaExceededReason,
+			fmt.Sprintf("Packet denied elastic IP reservation %s; release it and raise the project's quota", ip.ID))
+		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+	}
+	endpoint.Host = ip.Address
+	if endpoint.Port == 0 {
+		endpoint.Port = DefaultAPIServerPort
+	}
+	s.set(metav1.ConditionTrue, infrav1.ElasticIPReservedReason, fmt.Sprintf("Elastic IP %s (reservation %s)", ip.Address, ip.ID))
+	return ctrl.Result{}, nil
+}
+
+// Delete releases the elastic IP unless the reclaim policy keeps it.
+func (s *Service) Delete(ctx context.Context) (ctrl.Result, error) {
+	pc := s.scope.PacketCluster
+	if pc.Spec.ElasticIPReclaimPolicy == infrav1.ElasticIPReclaimRetain || pc.Spec.VIPManager == infrav1.EMLBVIPManager {
+		return ctrl.Result{}, nil
+	}
+	ip, err := s.find(ctx)
+	if err != nil {
+		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+	}
+	if ip == nil || (pc.Spec.ControlPlaneEndpoint.Host != "" && ip.Address != "" && ip.Address != pc.Spec.ControlPlaneEndpoint.Host) {
+		return ctrl.Result{}, nil // nothing of ours, or the endpoint is the user's
+	}
+	if err := s.scope.Packet.ReleaseIP(ctx, ip.ID); err != nil {
+		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+	}
+	record.Eventf(pc, "ElasticIPReleased", "Released elastic IP %s", displayAddress(ip))
+	return ctrl.Result{}, nil
+}
+
+// endpointIsOurs reports whether an earlier reconcile already set the endpoint from our
+// reservation, so no API call is needed.
+func (s *Service) endpointIsOurs() bool {
+	c := conditions.Get(s.scope.PacketCluster, infrav1.ControlPlaneEndpointReadyCondition)
+	return c != nil && c.Status == metav1.ConditionTrue &&
+		(c.Reason == infrav1.ElasticIPReservedReason || c.Reason == infrav1.UserSuppliedEndpointReason)
+}
+
+// find returns the cluster's reservation: tagged by this provider, else tagged by the previous
+// Packet provider (adopted, so a migrated cluster keeps its address), else nil.
+func (s *Service) find(ctx context.Context) (*packet.IPReservation, error) {
+	pc := s.scope.PacketCluster
+	for _, tag := range []string{
+		infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name),
+		infrav1.LegacyClusterTag(s.scope.Cluster.Name),
+	} {
+		ips, err := s.scope.Packet.FindIPReservationsByTags(ctx, pc.Spec.ProjectID, tag)
+		if err != nil {
+			return nil, err
+		}
+		if len(ips) > 0 {
+			return &ips[0], nil
+		}
+	}
+	return nil, nil
+}
+
+func (s *Service) reserve(ctx context.Context) (*packet.IPReservation, error) {
+	pc := s.scope.PacketCluster
+	req := packet.ReserveIPRequest{
+		ProjectID: pc.Spec.ProjectID,
+		Tags: []string{
+			infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name),
+			infrav1.ClusterTag(pc.Namespace, s.scope.Cluster.Name),
+		},
+		FailOnApprovalRequired: true,
+	}
+	if pc.Spec.Metro != "" {
+		req.Metro = pc.Spec.Metro
+	} else {
+		req.Facility = pc.Spec.Facility
+	}
+	return s.scope.Packet.ReserveIP(ctx, req)
+}
+
+// reserveFailed reports a refused reservation; over quota gets its own reason.
+func (s *Service) reserveFailed(err error) (ctrl.Result, error) {
+	pc := s.scope.PacketCluster
+	var apiErr *packet.Error
+	if errors.As(err, &apiErr) && apiErr.Kind == packet.KindInvalid && strings.Contains(strings.ToLower(apiErr.Message()), "quota") {
+		if c := conditions.Get(pc, infrav1.ControlPlaneEndpointReadyCondition); c == nil || c.Reason != infrav1.QuotaExceededReason {
+			record.Warnf(pc, infrav1.QuotaExceededReason, "Cannot reserve an elastic IP: %s", apiErr.Message())
+		}
+		s.set(metav1.ConditionFalse, infrav1.QuotaExceededReason, apiErr.Message())
+		scope.MarkAPIAvailable(pc)
+		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+	}
+	return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+}
+
+func (s *Service) set(status metav1.ConditionStatus, reason, message string) {
+	conditions.Set(s.scope.PacketCluster, metav1.Condition{
+		Type: infrav1.ControlPlaneEndpointReadyCondition, Status: status, Reason: reason, Message: message,
+	})
+}
+
+func displayAddress(ip *packet.IPReservation) string {
+	if ip.Address == "" {
+		return "(pending) " + ip.ID
+	}
+	return ip.Address
+}

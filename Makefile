@@ -46,7 +46,7 @@ help: ## Show this help.
 
 .PHONY: run
 run: generate ## Run the manager against the cluster in $KUBECONFIG (Packet API from $PACKET_API_URL).
-	go run -ldflags "$(LDFLAGS)" . --health-addr=127.0.0.1:9440 --diagnostics-address=127.0.0.1:8443 --insecure-diagnostics
+	ENABLE_WEBHOOKS=$${ENABLE_WEBHOOKS:-false} go run -ldflags "$(LDFLAGS)" . --health-addr=127.0.0.1:9440 --diagnostics-address=127.0.0.1:8443 --insecure-diagnostics
 
 .PHONY: build
 build: ## Build the manager binary into bin/manager.

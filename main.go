@@ -2,6 +2,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -19,14 +20,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/flags"
+	"sigs.k8s.io/cluster-api/util/record"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/controllers"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/version"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/webhooks"
 )
 
 var (
@@ -57,6 +63,11 @@ type options struct {
 	webhookPort                 int
 	webhookCertDir              string
 	packetAPIURL                string
+	packetAPIQPS                float64
+	packetAPIBurst              int
+	bgpLocalASN                 int64
+	clusterConcurrency          int
+	machineConcurrency          int
 	manager                     flags.ManagerOptions
 	logs                        *logs.Options
 }
@@ -90,8 +101,18 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/",
 		"Directory holding the webhook server's tls.crt and tls.key.")
-	fs.StringVar(&o.packetAPIURL, "packet-api-url", envOr("PACKET_API_URL", "https://api.equinix.com/metal/v1/"),
+	fs.StringVar(&o.packetAPIURL, "packet-api-url", envOr("PACKET_API_URL", packet.DefaultAPIURL),
 		"Base URL of the Packet API (env PACKET_API_URL); point it at packetsim for local work.")
+	fs.Float64Var(&o.packetAPIQPS, "packet-api-qps", 10,
+		"Maximum Packet API requests per second for each API key.")
+	fs.IntVar(&o.packetAPIBurst, "packet-api-burst", 20,
+		"Maximum burst of Packet API requests for each API key.")
+	fs.Int64Var(&o.bgpLocalASN, "bgp-local-asn", 65000,
+		"ASN that KUBE_VIP clusters announce their elastic IP from, unless a PacketCluster sets spec.bgp.localASN.")
+	fs.IntVar(&o.clusterConcurrency, "packetcluster-concurrency", 10,
+		"Number of PacketClusters to reconcile at the same time.")
+	fs.IntVar(&o.machineConcurrency, "packetmachine-concurrency", 10,
+		"Number of PacketMachines to reconcile at the same time.")
 	flags.AddManagerOptions(fs, &o.manager)
 }
 
@@ -166,6 +187,16 @@ func run(opts *options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	if err := setupWebhooks(mgr); err != nil {
+		return err
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	record.InitFromRecorder(mgr.GetEventRecorderFor("packet-controller")) //nolint:staticcheck // Cluster API's util/record takes the old events API
+	if err := setupReconcilers(ctx, mgr, opts); err != nil {
+		return err
+	}
+
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
@@ -173,5 +204,50 @@ func run(opts *options) error {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
 
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
+}
+
+// setupReconcilers registers every reconciler with one Packet client factory, so objects that
+// share an API key share its request budget.
+func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) error {
+	apiKey := os.Getenv("PACKET_API_KEY")
+	if apiKey == "" {
+		setupLog.Info("PACKET_API_KEY is not set: only PacketClusters with spec.credentialsRef can be reconciled")
+	}
+	factory := packet.NewFactory(packet.Options{
+		APIURL:    opts.packetAPIURL,
+		UserAgent: "cluster-api-provider-packet/" + version.Get(),
+		QPS:       opts.packetAPIQPS,
+		Burst:     opts.packetAPIBurst,
+	})
+	if err := (&controllers.PacketClusterReconciler{
+		Client:           mgr.GetClient(),
+		Packet:           factory,
+		DefaultAPIKey:    apiKey,
+		BGPLocalASN:      opts.bgpLocalASN,
+		WatchFilterValue: opts.watchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
+		return fmt.Errorf("setting up the PacketCluster controller: %w", err)
+	}
+	return nil
+}
+
+// setupWebhooks registers the defaulting and validating webhooks of the four kinds, and makes the
+// manager healthy and ready only once the webhook server is serving. ENABLE_WEBHOOKS=false skips
+// them, for `make run` outside the cluster where there is no serving certificate.
+func setupWebhooks(mgr ctrl.Manager) error {
+	if os.Getenv("ENABLE_WEBHOOKS") == "false" {
+		setupLog.Info("Webhooks disabled (ENABLE_WEBHOOKS=false)")
+		return nil
+	}
+	if err := webhooks.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("adding webhook ready check: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("adding webhook health check: %w", err)
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -54,8 +55,29 @@ func NewScheme() *kruntime.Scheme {
 	return s
 }
 
+// Options change what StartWithOptions installs.
+type Options struct {
+	// WebhookConfigPaths are files or folders (for example config/webhook, relative to the
+	// repository root) with Mutating/ValidatingWebhookConfigurations. envtest installs them
+	// pointed at a local webhook server with a generated certificate; serve them from a manager
+	// built with WebhookServerOptions.
+	WebhookConfigPaths []string
+}
+
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it with (*TestEnvironment).Stop.
 func Start(ctx context.Context) (*TestEnvironment, error) {
+	return StartWithOptions(ctx, Options{})
+}
+
+// WebhookServerOptions are the webhook server options for a manager that serves the webhooks
+// installed through Options.WebhookConfigPaths: envtest's host, port and certificate folder.
+func (te *TestEnvironment) WebhookServerOptions() webhook.Options {
+	o := te.WebhookInstallOptions
+	return webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir}
+}
+
+// StartWithOptions is Start with Options.
+func StartWithOptions(ctx context.Context, opts Options) (*TestEnvironment, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests through `make test`, " +
 			"which builds kube-apiserver and etcd and points KUBEBUILDER_ASSETS at them")
@@ -69,6 +91,12 @@ func Start(ctx context.Context) (*TestEnvironment, error) {
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+	}
+	for _, p := range opts.WebhookConfigPaths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(RepoRoot(), p)
+		}
+		env.WebhookInstallOptions.Paths = append(env.WebhookInstallOptions.Paths, p)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,223 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-packetmachine,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=packetmachines,versions=v1beta1,name=default.packetmachine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-packetmachine,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=packetmachines,versions=v1beta1,name=validation.packetmachine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+// PacketMachine defaults and validates PacketMachines.
+type PacketMachine struct{}
+
+var (
+	_ admission.Defaulter[*infrav1.PacketMachine] = &PacketMachine{}
+	_ admission.Validator[*infrav1.PacketMachine] = &PacketMachine{}
+)
+
+// SetupWebhookWithManager registers the webhooks with the manager's webhook server.
+func (w *PacketMachine) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.PacketMachine{}).WithDefaulter(w).WithValidator(w).Complete()
+}
+
+// Default writes down the billing cycle the Packet API uses when none is given (hourly).
+func (w *PacketMachine) Default(_ context.Context, m *infrav1.PacketMachine) error {
+	DefaultPacketMachineSpec(&m.Spec)
+	return nil
+}
+
+// DefaultPacketMachineSpec applies the PacketMachine defaults to spec (also used for templates).
+func DefaultPacketMachineSpec(spec *infrav1.PacketMachineSpec) {
+	if spec.BillingCycle == "" {
+		spec.BillingCycle = DefaultBillingCycle
+	}
+}
+
+// ValidateCreate validates a new PacketMachine.
+func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachine) (admission.Warnings, error) {
+	errs, warnings := ValidatePacketMachineSpec(&m.Spec, field.NewPath("spec"))
+	return warnings, invalid("PacketMachine", m.Name, errs)
+}
+
+// ValidateUpdate validates a change to a PacketMachine: the spec describes a device that exists
+// (or is being created), so only providerID, tags and a facility-to-metro migration may change.
+func (w *PacketMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.PacketMachine) (admission.Warnings, error) {
+	errs, warnings := ValidatePacketMachineUpdate(&oldM.Spec, &newM.Spec, field.NewPath("spec"))
+	return warnings, invalid("PacketMachine", newM.Name, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (w *PacketMachine) ValidateDelete(_ context.Context, _ *infrav1.PacketMachine) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidatePacketMachineSpec validates a PacketMachine spec at path.
+func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+	var errs field.ErrorList
+	if spec.OS == "" {
+		errs = append(errs, field.Required(path.Child("os"), `set the operating system slug (for example "ubuntu_24_04")`))
+	}
+	if spec.MachineType == "" {
+		errs = append(errs, field.Required(path.Child("machineType"), `set the Packet plan (for example "c3.small.x86")`))
+	}
+	locErrs, warnings := validateLocation(spec.Metro, spec.Facility, path, false)
+	errs = append(errs, locErrs...)
+
+	switch {
+	case spec.IPXEUrl != "" && spec.OS != CustomIPXEOS:
+		errs = append(errs, field.Invalid(path.Child("ipxeURL"), spec.IPXEUrl, fmt.Sprintf(
+			"is only used with os %q (os is %q): set os to %s to boot from this iPXE script, or remove ipxeURL", CustomIPXEOS, spec.OS, CustomIPXEOS)))
+	case spec.OS == CustomIPXEOS && spec.IPXEUrl == "":
+		errs = append(errs, field.Required(path.Child("ipxeURL"), fmt.Sprintf(
+			"os %q boots the iPXE script at ipxeURL: set it to the script's http(s) URL, or choose an operating system slug", CustomIPXEOS)))
+	case spec.IPXEUrl != "":
+		errs = append(errs, validateHTTPURL(spec.IPXEUrl, path.Child("ipxeURL"))...)
+	}
+	if spec.AlwaysPXE && spec.OS != CustomIPXEOS {
+		warnings = append(warnings, fmt.Sprintf("%s only has an effect with os %q", path.Child("alwaysPXE"), CustomIPXEOS))
+	}
+
+	if spec.BillingCycle != "" && !slices.Contains(BillingCycles, spec.BillingCycle) {
+		errs = append(errs, field.NotSupported(path.Child("billingCycle"), spec.BillingCycle, BillingCycles))
+	}
+	if _, _, err := infrav1.ParseHardwareReservationIDs(spec.HardwareReservationID); err != nil {
+		errs = append(errs, field.Invalid(path.Child("hardwareReservationID"), spec.HardwareReservationID,
+			`must be a hardware reservation UUID, a comma-separated list of them (tried in order), or "next-available": `+err.Error()))
+	}
+	errs = append(errs, validateTags(spec.Tags, path.Child("tags"))...)
+	for i, key := range spec.SSHKeys {
+		if strings.TrimSpace(key) == "" {
+			errs = append(errs, field.Invalid(path.Child("sshKeys").Index(i), key, "must be a project SSH key UUID or a public key, not empty"))
+		}
+	}
+	if spec.ProviderID != "" && !isProviderID(spec.ProviderID) {
+		errs = append(errs, field.Invalid(path.Child("providerID"), spec.ProviderID,
+			"must be "+infrav1.ProviderIDPrefix+"<device UUID>; the controller sets it once the device exists, leave it empty"))
+	}
+	if spec.CustomData != nil && len(spec.CustomData.Raw) > 0 && !json.Valid(spec.CustomData.Raw) {
+		errs = append(errs, field.Invalid(path.Child("customData"), string(spec.CustomData.Raw), "must be valid JSON"))
+	}
+	return errs, warnings
+}
+
+// ValidatePacketMachineUpdate validates the change from oldSpec to newSpec at path. Problems the
+// old spec already had are not reported again, so a machine created before these webhooks can
+// still have its finalizer removed.
+func ValidatePacketMachineUpdate(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+	errs, warnings := ValidatePacketMachineSpec(newSpec, path)
+	oldErrs, _ := ValidatePacketMachineSpec(oldSpec, path)
+	errs = ratchet(errs, oldErrs)
+	errs = append(errs, machineSpecChanges(oldSpec, newSpec, path, false,
+		"cannot change once the PacketMachine exists, its device is created from it: change the machine template instead and let Cluster API roll out new machines")...)
+	return errs, warnings
+}
+
+// machineSpecChanges reports each field that differs between the two specs, after defaulting.
+// Unless all is set, providerID, tags and a facility-to-metro migration are allowed to change.
+func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field.Path, all bool, msg string) field.ErrorList {
+	o, n := oldSpec.DeepCopy(), newSpec.DeepCopy()
+	DefaultPacketMachineSpec(o)
+	DefaultPacketMachineSpec(n)
+
+	var errs field.ErrorList
+	scalar := func(name, oldV, newV string) {
+		if oldV != newV {
+			errs = append(errs, field.Invalid(path.Child(name), newV, fmt.Sprintf("%s (was %q)", msg, oldV)))
+		}
+	}
+	scalar("os", o.OS, n.OS)
+	scalar("billingCycle", o.BillingCycle, n.BillingCycle)
+	scalar("machineType", o.MachineType, n.MachineType)
+	scalar("ipxeURL", o.IPXEUrl, n.IPXEUrl)
+	scalar("hardwareReservationID", o.HardwareReservationID, n.HardwareReservationID)
+	if o.AlwaysPXE != n.AlwaysPXE {
+		errs = append(errs, field.Invalid(path.Child("alwaysPXE"), n.AlwaysPXE, msg))
+	}
+	if !slices.Equal(o.SSHKeys, n.SSHKeys) {
+		errs = append(errs, field.Forbidden(path.Child("sshKeys"), msg))
+	}
+	if !jsonEqual(o.CustomData, n.CustomData) {
+		errs = append(errs, field.Forbidden(path.Child("customData"), msg))
+	}
+	if all {
+		scalar("providerID", o.ProviderID, n.ProviderID)
+		scalar("metro", o.Metro, n.Metro)
+		scalar("facility", o.Facility, n.Facility)
+		if !slices.Equal(o.Tags, n.Tags) {
+			errs = append(errs, field.Forbidden(path.Child("tags"), msg))
+		}
+	} else if !isLocationMigration(o, n) {
+		const locMsg = "a machine's location cannot change, its device stays where it was created; the only allowed change is migrating from facility to metro: remove facility and set metro to the facility's metro"
+		if o.Metro != n.Metro {
+			errs = append(errs, field.Invalid(path.Child("metro"), n.Metro, fmt.Sprintf("%s (was %q)", locMsg, o.Metro)))
+		}
+		if o.Facility != n.Facility {
+			errs = append(errs, field.Invalid(path.Child("facility"), n.Facility, fmt.Sprintf("%s (was %q)", locMsg, o.Facility)))
+		}
+	}
+
+	// Anything not compared above (a field added to the API later) cannot change either.
+	if len(errs) == 0 && !reflect.DeepEqual(withoutComparedFields(o), withoutComparedFields(n)) {
+		errs = append(errs, field.Forbidden(path, msg))
+	}
+	return errs
+}
+
+// withoutComparedFields zeroes the fields machineSpecChanges compares one by one.
+func withoutComparedFields(s *infrav1.PacketMachineSpec) *infrav1.PacketMachineSpec {
+	s = s.DeepCopy()
+	s.OS, s.BillingCycle, s.MachineType, s.IPXEUrl, s.HardwareReservationID = "", "", "", "", ""
+	s.AlwaysPXE, s.SSHKeys, s.CustomData = false, nil, nil
+	s.ProviderID, s.Tags, s.Metro, s.Facility = "", nil, "", ""
+	return s
+}
+
+// isLocationMigration reports whether the location is unchanged or moves from a facility to a
+// metro: facility removed, metro set (to the metro already given, if there was one).
+func isLocationMigration(o, n *infrav1.PacketMachineSpec) bool {
+	if o.Metro == n.Metro && o.Facility == n.Facility {
+		return true
+	}
+	return o.Facility != "" && n.Facility == "" && n.Metro != "" && (o.Metro == "" || o.Metro == n.Metro)
+}
+
+// isProviderID reports whether s is equinixmetal://<device UUID>, or packet://<device UUID> as the
+// provider's first versions wrote it.
+func isProviderID(s string) bool {
+	id, ok := strings.CutPrefix(s, infrav1.ProviderIDPrefix)
+	if !ok {
+		id, ok = strings.CutPrefix(s, "packet://")
+	}
+	return ok && infrav1.IsUUID(id)
+}
+
+// jsonEqual compares two JSON documents by value, not by their bytes.
+func jsonEqual(a, b *apiextensionsv1.JSON) bool {
+	raw := func(j *apiextensionsv1.JSON) []byte {
+		if j == nil {
+			return nil
+		}
+		return j.Raw
+	}
+	ra, rb := raw(a), raw(b)
+	if len(ra) == 0 || len(rb) == 0 {
+		return len(ra) == len(rb)
+	}
+	var va, vb any
+	if json.Unmarshal(ra, &va) != nil || json.Unmarshal(rb, &vb) != nil {
+		return string(ra) == string(rb)
+	}
+	return reflect.DeepEqual(va, vb)
+}

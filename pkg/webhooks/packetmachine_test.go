@@ -1,0 +1,238 @@
+package webhooks
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+func machineSpec(mutate ...func(*infrav1.PacketMachineSpec)) infrav1.PacketMachineSpec {
+	s := infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly"}
+	for _, m := range mutate {
+		m(&s)
+	}
+	return s
+}
+
+func packetMachine(mutate ...func(*infrav1.PacketMachineSpec)) *infrav1.PacketMachine {
+	return &infrav1.PacketMachine{ObjectMeta: metav1.ObjectMeta{Name: "m1", Namespace: "ns"}, Spec: machineSpec(mutate...)}
+}
+
+// machineSpecCases are the create-time rules, shared by the PacketMachine and (under
+// spec.template.spec) the PacketMachineTemplate tests.
+var machineSpecCases = []struct {
+	name    string
+	spec    func(*infrav1.PacketMachineSpec)
+	want    want // field relative to the spec
+	warning string
+}{
+	{name: "valid", spec: func(*infrav1.PacketMachineSpec) {}},
+	{name: "no os", spec: func(s *infrav1.PacketMachineSpec) { s.OS = "" }, want: want{"os", "set the operating system slug"}},
+	{name: "no machineType", spec: func(s *infrav1.PacketMachineSpec) { s.MachineType = "" }, want: want{"machineType", "set the Packet plan"}},
+	{name: "metro override", spec: func(s *infrav1.PacketMachineSpec) { s.Metro = "sv" }},
+	{name: "facility override warns", spec: func(s *infrav1.PacketMachineSpec) { s.Facility = "sv15" }, warning: "facility is deprecated"},
+	{name: "metro and facility", spec: func(s *infrav1.PacketMachineSpec) { s.Metro, s.Facility = "sv", "sv15" },
+		want: want{"facility", "metro and facility are mutually exclusive"}},
+	{name: "custom_ipxe with ipxeURL", spec: func(s *infrav1.PacketMachineSpec) {
+		s.OS, s.IPXEUrl = "custom_ipxe", "https://boot.example.com/talos.ipxe"
+	}},
+	{name: "ipxeURL without custom_ipxe", spec: func(s *infrav1.PacketMachineSpec) { s.IPXEUrl = "https://boot.example.com/x.ipxe" },
+		want: want{"ipxeURL", `is only used with os "custom_ipxe" (os is "ubuntu_24_04")`}},
+	{name: "custom_ipxe without ipxeURL", spec: func(s *infrav1.PacketMachineSpec) { s.OS = "custom_ipxe" },
+		want: want{"ipxeURL", `os "custom_ipxe" boots the iPXE script at ipxeURL`}},
+	{name: "ipxeURL not http", spec: func(s *infrav1.PacketMachineSpec) { s.OS, s.IPXEUrl = "custom_ipxe", "ftp://boot/x" },
+		want: want{"ipxeURL", "must be an absolute http:// or https:// URL"}},
+	{name: "ipxeURL relative", spec: func(s *infrav1.PacketMachineSpec) { s.OS, s.IPXEUrl = "custom_ipxe", "/x.ipxe" },
+		want: want{"ipxeURL", "must be an absolute"}},
+	{name: "alwaysPXE without custom_ipxe warns", spec: func(s *infrav1.PacketMachineSpec) { s.AlwaysPXE = true },
+		warning: "alwaysPXE only has an effect"},
+	{name: "billing cycles", spec: func(s *infrav1.PacketMachineSpec) { s.BillingCycle = "yearly" }},
+	{name: "no billing cycle", spec: func(s *infrav1.PacketMachineSpec) { s.BillingCycle = "" }},
+	{name: "unknown billing cycle", spec: func(s *infrav1.PacketMachineSpec) { s.BillingCycle = "weekly" },
+		want: want{"billingCycle", `supported values: "hourly", "daily", "monthly", "yearly"`}},
+	{name: "one reservation", spec: func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = resA }},
+	{name: "reservation list", spec: func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = resA + "," + resB }},
+	{name: "next-available", spec: func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = "next-available" }},
+	{name: "malformed reservation", spec: func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = "res-1" },
+		want: want{"hardwareReservationID", `entry 1 ("res-1") is not a hardware reservation UUID`}},
+	{name: "reservation list with an empty entry", spec: func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = resA + ",," + resB },
+		want: want{"hardwareReservationID", "entry 2 of the list is empty"}},
+	{name: "next-available in a list", spec: func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = resA + ",next-available" },
+		want: want{"hardwareReservationID", `"next-available" cannot be combined`}},
+	{name: "tags", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"a", strings.Repeat("t", 255)} }},
+	{name: "tag too long", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"a", strings.Repeat("t", 256)} },
+		want: want{"tags[1]", "may not be more than 255 bytes"}},
+	{name: "empty tag", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{" "} }, want: want{"tags[0]", "tags must not be empty"}},
+	{name: "duplicate tag", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"a", "a"} }, want: want{"tags[1]", "Duplicate value"}},
+	{name: "empty ssh key", spec: func(s *infrav1.PacketMachineSpec) { s.SSHKeys = []string{"ssh-ed25519 AAAA", ""} },
+		want: want{"sshKeys[1]", "not empty"}},
+	{name: "providerID", spec: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "equinixmetal://" + deviceUUID }},
+	{name: "legacy providerID", spec: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "packet://" + deviceUUID }},
+	{name: "malformed providerID", spec: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "aws:///i-123" },
+		want: want{"providerID", "must be equinixmetal://<device UUID>"}},
+	{name: "customData", spec: func(s *infrav1.PacketMachineSpec) { s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{"a":1}`)} }},
+}
+
+func TestPacketMachineValidateCreate(t *testing.T) {
+	for _, tt := range machineSpecCases {
+		t.Run(tt.name, func(t *testing.T) {
+			warnings, err := (&PacketMachine{}).ValidateCreate(context.Background(), packetMachine(tt.spec))
+			w := tt.want
+			if w.field != "" {
+				w.field = "spec." + w.field
+			}
+			checkErr(t, err, w)
+			if tt.warning != "" && !hasWarning(warnings, tt.warning) {
+				t.Fatalf("expected a warning containing %q, got %v", tt.warning, warnings)
+			}
+		})
+	}
+}
+
+func TestPacketMachineDefault(t *testing.T) {
+	m := packetMachine(func(s *infrav1.PacketMachineSpec) { s.BillingCycle = "" })
+	if err := (&PacketMachine{}).Default(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Spec.BillingCycle != "hourly" {
+		t.Fatalf("billingCycle = %q, want hourly", m.Spec.BillingCycle)
+	}
+	m.Spec.BillingCycle = "monthly"
+	_ = (&PacketMachine{}).Default(context.Background(), m)
+	if m.Spec.BillingCycle != "monthly" {
+		t.Fatalf("billingCycle = %q, want monthly kept", m.Spec.BillingCycle)
+	}
+}
+
+func TestPacketMachineValidateUpdate(t *testing.T) {
+	immutable := "cannot change once the PacketMachine exists"
+	tests := []struct {
+		name string
+		old  func(*infrav1.PacketMachineSpec)
+		new  func(*infrav1.PacketMachineSpec)
+		want want
+	}{
+		{name: "no change", old: func(*infrav1.PacketMachineSpec) {}, new: func(*infrav1.PacketMachineSpec) {}},
+		{name: "controller sets providerID", old: func(*infrav1.PacketMachineSpec) {},
+			new: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "equinixmetal://" + deviceUUID }},
+		{name: "malformed providerID", old: func(*infrav1.PacketMachineSpec) {},
+			new:  func(s *infrav1.PacketMachineSpec) { s.ProviderID = "equinixmetal://" },
+			want: want{"spec.providerID", "must be equinixmetal://<device UUID>"}},
+		{name: "tags change", old: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"a"} },
+			new: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"a", "b"} }},
+		{name: "tag too long on update", old: func(*infrav1.PacketMachineSpec) {},
+			new:  func(s *infrav1.PacketMachineSpec) { s.Tags = []string{strings.Repeat("x", 300)} },
+			want: want{"spec.tags[0]", "may not be more than 255 bytes"}},
+		{name: "facility to metro migration", old: func(s *infrav1.PacketMachineSpec) { s.Facility = "sv15" },
+			new: func(s *infrav1.PacketMachineSpec) { s.Metro = "sv" }},
+		{name: "facility+metro to metro only", old: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro = "sv15", "sv" },
+			new: func(s *infrav1.PacketMachineSpec) { s.Metro = "sv" }},
+		{name: "facility+metro to another metro", old: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro = "sv15", "sv" },
+			new:  func(s *infrav1.PacketMachineSpec) { s.Metro = "da" },
+			want: want{"spec.metro", `a machine's location cannot change`}},
+		{name: "metro change", old: func(s *infrav1.PacketMachineSpec) { s.Metro = "sv" },
+			new:  func(s *infrav1.PacketMachineSpec) { s.Metro = "da" },
+			want: want{"spec.metro", `set metro to the facility's metro (was "sv")`}},
+		{name: "metro back to facility", old: func(s *infrav1.PacketMachineSpec) { s.Metro = "sv" },
+			new:  func(s *infrav1.PacketMachineSpec) { s.Facility = "sv15" },
+			want: want{"spec.facility", "a machine's location cannot change"}},
+		{name: "facility to facility", old: func(s *infrav1.PacketMachineSpec) { s.Facility = "sv15" },
+			new:  func(s *infrav1.PacketMachineSpec) { s.Facility = "sv16" },
+			want: want{"spec.facility", "a machine's location cannot change"}},
+		{name: "adding both metro and facility", old: func(s *infrav1.PacketMachineSpec) { s.Facility = "sv15" },
+			new:  func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro = "sv15", "sv" },
+			want: want{"spec.facility", "mutually exclusive"}},
+		{name: "os", old: func(*infrav1.PacketMachineSpec) {}, new: func(s *infrav1.PacketMachineSpec) { s.OS = "ubuntu_22_04" },
+			want: want{"spec.os", immutable + `, its device is created from it: change the machine template instead and let Cluster API roll out new machines (was "ubuntu_24_04")`}},
+		{name: "machineType", old: func(*infrav1.PacketMachineSpec) {}, new: func(s *infrav1.PacketMachineSpec) { s.MachineType = "m3.large.x86" },
+			want: want{"spec.machineType", immutable}},
+		{name: "billingCycle", old: func(*infrav1.PacketMachineSpec) {}, new: func(s *infrav1.PacketMachineSpec) { s.BillingCycle = "monthly" },
+			want: want{"spec.billingCycle", immutable}},
+		{name: "billingCycle empty to its default hourly is no change", old: func(s *infrav1.PacketMachineSpec) { s.BillingCycle = "" },
+			new: func(s *infrav1.PacketMachineSpec) { s.BillingCycle = "hourly" }},
+		{name: "ipxeURL", old: func(s *infrav1.PacketMachineSpec) { s.OS, s.IPXEUrl = "custom_ipxe", "https://a/x" },
+			new:  func(s *infrav1.PacketMachineSpec) { s.OS, s.IPXEUrl = "custom_ipxe", "https://b/x" },
+			want: want{"spec.ipxeURL", immutable}},
+		{name: "alwaysPXE", old: func(*infrav1.PacketMachineSpec) {}, new: func(s *infrav1.PacketMachineSpec) { s.AlwaysPXE = true },
+			want: want{"spec.alwaysPXE", immutable}},
+		{name: "hardwareReservationID", old: func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = resA },
+			new:  func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = resB },
+			want: want{"spec.hardwareReservationID", immutable}},
+		{name: "sshKeys", old: func(*infrav1.PacketMachineSpec) {}, new: func(s *infrav1.PacketMachineSpec) { s.SSHKeys = []string{"ssh-ed25519 AAAA"} },
+			want: want{"spec.sshKeys", immutable}},
+		{name: "customData", old: func(s *infrav1.PacketMachineSpec) { s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{"a":1}`)} },
+			new:  func(s *infrav1.PacketMachineSpec) { s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{"a":2}`)} },
+			want: want{"spec.customData", immutable}},
+		{name: "customData reformatted is no change", old: func(s *infrav1.PacketMachineSpec) {
+			s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{"a":1,"b":[1]}`)}
+		},
+			new: func(s *infrav1.PacketMachineSpec) {
+				s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{ "b": [1], "a": 1 }`)}
+			}},
+		{name: "old object already invalid: finalizer-only update passes (ratchet)",
+			old: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro, s.BillingCycle = "sv15", "sv", "weekly" },
+			new: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro, s.BillingCycle = "sv15", "sv", "weekly" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := (&PacketMachine{}).ValidateUpdate(context.Background(), packetMachine(tt.old), packetMachine(tt.new))
+			checkErr(t, err, tt.want)
+		})
+	}
+}
+
+// FuzzValidatePacketMachineSpec feeds arbitrary specs (and updates between two of them) through
+// the defaulting and validation code: nothing may panic, every rejection must be an Invalid error
+// whose causes name a field under spec, and a spec is never rejected for changing into itself.
+func FuzzValidatePacketMachineSpec(f *testing.F) {
+	f.Add("ubuntu_24_04", "c3.small.x86", "hourly", "da", "", "", resA+","+resB, "tag", "{}", "ubuntu_24_04", "sv15", "", false)
+	f.Add("custom_ipxe", "m3.large.x86", "weekly", "", "da11", "https://boot/x", "next-available", "", "", "custom_ipxe", "", "da", true)
+	f.Add("", "", "", "sv", "sv15", "ftp://x", ",,", strings.Repeat("t", 300), "{", "x", "sv", "", false)
+	f.Fuzz(func(t *testing.T, os, plan, billing, metro, facility, ipxe, hwres, tag, customData, os2, metro2, facility2 string, alwaysPXE bool) {
+		spec := infrav1.PacketMachineSpec{
+			OS: os, MachineType: plan, BillingCycle: billing, Metro: metro, Facility: facility,
+			IPXEUrl: ipxe, HardwareReservationID: hwres, Tags: []string{tag}, SSHKeys: []string{tag},
+			AlwaysPXE: alwaysPXE, ProviderID: tag,
+		}
+		if customData != "" {
+			spec.CustomData = &apiextensionsv1.JSON{Raw: []byte(customData)}
+		}
+		updated := *spec.DeepCopy()
+		updated.OS, updated.Metro, updated.Facility = os2, metro2, facility2
+
+		check := func(errs field.ErrorList) {
+			t.Helper()
+			if err := invalid("PacketMachine", "m", errs); err != nil && !apierrors.IsInvalid(err) {
+				t.Fatalf("not an Invalid error: %v", err)
+			}
+			for _, e := range errs {
+				if !strings.HasPrefix(e.Field, "spec") {
+					t.Fatalf("cause without a spec field path: %v", e)
+				}
+			}
+		}
+		errs, _ := ValidatePacketMachineSpec(&spec, field.NewPath("spec"))
+		check(errs)
+		errs, _ = ValidatePacketMachineUpdate(&spec, &updated, field.NewPath("spec"))
+		check(errs)
+		if errs, _ := ValidatePacketMachineUpdate(&spec, &spec, field.NewPath("spec")); len(errs) != 0 {
+			t.Fatalf("unchanged spec rejected on update: %v", errs)
+		}
+		defaulted := spec.DeepCopy()
+		DefaultPacketMachineSpec(defaulted)
+		if errs, _ := ValidatePacketMachineUpdate(&spec, defaulted, field.NewPath("spec")); len(errs) != 0 {
+			t.Fatalf("defaulting alone rejected on update: %v", errs)
+		}
+		tmpl := &infrav1.PacketMachineTemplate{Spec: infrav1.PacketMachineTemplateSpec{Template: infrav1.PacketMachineTemplateResource{Spec: spec}}}
+		if _, err := (&PacketMachineTemplate{}).ValidateCreate(context.Background(), tmpl); err != nil && !apierrors.IsInvalid(err) {
+			t.Fatalf("template: not an Invalid error: %v", err)
+		}
+	})
+}

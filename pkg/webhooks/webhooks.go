@@ -1,0 +1,152 @@
+// Package webhooks holds the defaulting and validating admission webhooks of the four Packet kinds,
+// served by the manager (see SetupWithManager) and registered with the kube-apiserver by
+// config/webhook (generated from the kubebuilder:webhook markers in this package).
+//
+// Rejections are apierrors.NewInvalid errors built from a field.ErrorList, so users see the field
+// path and a message that says what to do instead. Validation is pure: nothing here calls the
+// Packet API or reads other objects, so the webhooks answer quickly and never fail on an outage.
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/topology"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+const (
+	// MaxTagLength is the longest device tag the Packet API accepts (the simulator enforces the same).
+	MaxTagLength = 255
+	// CustomIPXEOS is the operating system slug that boots a device from ipxeURL.
+	CustomIPXEOS = "custom_ipxe"
+	// DefaultAPIServerPort is the control-plane port defaulted when a user gives only a host.
+	DefaultAPIServerPort int32 = 6443
+	// DefaultBillingCycle is what the Packet API uses when a device names no billing cycle; the
+	// defaulting webhook writes it down so the object says what the device runs with.
+	DefaultBillingCycle = "hourly"
+)
+
+// BillingCycles are the billing cycles the Packet API accepts.
+var BillingCycles = []string{"hourly", "daily", "monthly", "yearly"}
+
+// SetupWithManager registers the defaulting and validating webhooks of all four kinds with the
+// manager's webhook server.
+func SetupWithManager(mgr ctrl.Manager) error {
+	for name, setup := range map[string]func(ctrl.Manager) error{
+		"PacketCluster":         (&PacketCluster{}).SetupWebhookWithManager,
+		"PacketClusterTemplate": (&PacketClusterTemplate{}).SetupWebhookWithManager,
+		"PacketMachine":         (&PacketMachine{}).SetupWebhookWithManager,
+		"PacketMachineTemplate": (&PacketMachineTemplate{}).SetupWebhookWithManager,
+	} {
+		if err := setup(mgr); err != nil {
+			return fmt.Errorf("setting up the %s webhooks: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func groupKind(kind string) schema.GroupKind {
+	return infrav1.GroupVersion.WithKind(kind).GroupKind()
+}
+
+// invalid turns a non-empty error list into the Invalid status error the API server returns to
+// the user (HTTP 422 with one cause per field).
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(groupKind(kind), name, errs)
+}
+
+// isTopologyDryRun reports whether the request is the Cluster API topology controller's
+// server-side-apply dry run (dry-run request and the topology.cluster.x-k8s.io/dry-run
+// annotation), which template immutability checks must let through.
+func isTopologyDryRun(ctx context.Context, obj metav1.Object) (bool, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("expected an admission.Request inside the context: %v", err))
+	}
+	return topology.IsDryRunRequest(req, obj), nil
+}
+
+// validateLocation enforces "metro or facility, not both" for a spec at path. required says
+// whether having neither is an error (a PacketCluster needs a location; a machine inherits it).
+func validateLocation(metro, facility string, path *field.Path, required bool) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	switch {
+	case metro == "" && facility == "" && required:
+		errs = append(errs, field.Required(path.Child("metro"),
+			`set the Packet metro the cluster runs in (for example "da" or "sv"); facility is deprecated`))
+	case metro != "" && facility != "":
+		errs = append(errs, field.Invalid(path.Child("facility"), facility,
+			fmt.Sprintf("metro and facility are mutually exclusive: remove facility (deprecated) and keep metro %q", metro)))
+	case facility != "":
+		warnings = append(warnings, fmt.Sprintf("%s is deprecated: Packet is retiring facilities, use %s (the facility's metro) instead",
+			path.Child("facility"), path.Child("metro")))
+	}
+	return errs, warnings
+}
+
+// validateEndpoint rejects a malformed control-plane endpoint: a host that is neither an IP
+// address nor a DNS name, a port outside 1-65535, or a port without a host. An empty endpoint is
+// fine: the controller fills it with the reserved elastic IP.
+func validateEndpoint(ep clusterv1.APIEndpoint, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case ep.Host == "" && ep.Port != 0:
+		errs = append(errs, field.Required(path.Child("host"),
+			"a port needs a host: set host to the address of your own load balancer, or remove the port and let the controller reserve an elastic IP"))
+	case ep.Host != "" && net.ParseIP(ep.Host) == nil:
+		if msgs := validation.IsDNS1123Subdomain(ep.Host); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Child("host"), ep.Host,
+				"must be an IP address or a DNS name without scheme or port (for example 203.0.113.10 or api.example.com): "+strings.Join(msgs, "; ")))
+		}
+	}
+	if ep.Port < 0 || ep.Port > 65535 {
+		errs = append(errs, field.Invalid(path.Child("port"), ep.Port, "must be between 1 and 65535 (6443 is the Kubernetes API default)"))
+	}
+	return errs
+}
+
+// validateTags rejects empty, duplicate and too long device tags.
+func validateTags(tags []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := make(map[string]bool, len(tags))
+	for i, tag := range tags {
+		p := path.Index(i)
+		switch {
+		case strings.TrimSpace(tag) == "":
+			errs = append(errs, field.Invalid(p, tag, "tags must not be empty"))
+		case len(tag) > MaxTagLength:
+			errs = append(errs, field.TooLong(p, "", MaxTagLength))
+		case seen[tag]:
+			errs = append(errs, field.Duplicate(p, tag))
+		}
+		seen[tag] = true
+	}
+	return errs
+}
+
+// validateHTTPURL rejects anything but an absolute http(s) URL with a host.
+func validateHTTPURL(s string, path *field.Path) field.ErrorList {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return field.ErrorList{field.Invalid(path, s, "must be an absolute http:// or https:// URL of the iPXE script (for example https://boot.example.com/ipxe)")}
+	}
+	return nil
+}

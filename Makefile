@@ -90,6 +90,37 @@ test: envtest-bins ## Run all tests (unit, envtest against real kube-apiserver +
 bench: ## Run the Go benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
+SCALE_MACHINES ?= 10,100,1000
+SCALE_PROVISIONING ?= 60s
+SCALE_RATE ?= 10
+
+.PHONY: bench-scale
+bench-scale: envtest-bins build ## Provision and delete 10, 100 and 1000 machines against the simulator; print the cost table.
+	go run ./test/scale bench --machines $(SCALE_MACHINES) --provisioning $(SCALE_PROVISIONING) --rate $(SCALE_RATE) --manager $(BIN)/manager
+
+.PHONY: soak
+soak: envtest-bins build ## 50 machines, Packet API faults and SIGKILLed managers for 5 minutes; fails on any duplicate, leak, panic or leaked secret.
+	go run ./test/scale soak --machines $(or $(SOAK_MACHINES),50) --chaos $(or $(SOAK_CHAOS),5m) --provisioning 30s --rate 20 --manager $(BIN)/manager
+
+.PHONY: soak-ci
+soak-ci: ## The short soak CI runs: 10 machines, 90 s of chaos.
+	$(MAKE) soak SOAK_MACHINES=10 SOAK_CHAOS=90s
+
+FUZZ_TIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Replay every fuzz target's seed corpus (testdata/fuzz) as a test; no fuzzing.
+	go test -run '^Fuzz' ./...
+
+.PHONY: fuzz-run
+fuzz-run: ## Fuzz each target for FUZZ_TIME (e.g. make fuzz-run FUZZ_TIME=10m).
+	@for pkg in $$(go list ./...); do \
+		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzzing $$pkg $$target for $(FUZZ_TIME)"; \
+			go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZ_TIME) $$pkg || exit 1; \
+		done; \
+	done
+
 .PHONY: envtest-bins
 envtest-bins: $(KUBE_APISERVER) $(ETCD) ## Build kube-apiserver and etcd for envtest (once per version).
 

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+// benchResult is one row of the scale table.
+type benchResult struct {
+	n                         int
+	provisionWall, deleteWall time.Duration
+	callsByRoute              map[string]int
+	calls, rateLimited        int
+	reconciles                float64
+	activeToProvisioned       []time.Duration
+	peakRSS                   int64
+	cpu                       time.Duration
+}
+
+// runBench provisions and deletes n machines and measures what it cost.
+func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
+	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("scale-%d-%d", n, time.Now().Unix()), cluster: "scale", n: n}
+	start := time.Now()
+	if err := w.create(ctx); err != nil {
+		return nil, err
+	}
+	res := &benchResult{n: n}
+	seen := map[string]time.Time{}
+	err := waitFor(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", n), func() (bool, error) {
+		machines, err := w.machines(ctx)
+		if err != nil {
+			return false, err
+		}
+		now := time.Now()
+		for _, m := range machines {
+			if _, ok := seen[m.Name]; !ok && ptr.Deref(m.Status.Initialization.Provisioned, false) {
+				seen[m.Name] = now
+				if d, ok := h.sim.Device(strings.TrimPrefix(m.Spec.ProviderID, infrav1.ProviderIDPrefix)); ok {
+					res.activeToProvisioned = append(res.activeToProvisioned, now.Sub(d.StateSince))
+				}
+			}
+		}
+		return len(seen) == n, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.provisionWall = time.Since(start)
+
+	deleteStart := time.Now()
+	if err := w.deleteAll(ctx); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, 4*time.Hour, "machines deleted", func() (bool, error) {
+		machines, err := w.machines(ctx)
+		return len(machines) == 0, err
+	}); err != nil {
+		return nil, err
+	}
+	res.deleteWall = time.Since(deleteStart)
+
+	res.reconciles = scrapeReconciles(ctx, h.metricsAddr, "packetmachine")
+	res.callsByRoute = h.sim.Counters()
+	for _, r := range h.sim.Requests() {
+		res.calls++
+		if r.Status == http.StatusTooManyRequests {
+			res.rateLimited++
+		}
+	}
+	h.stopManager(syscall.SIGTERM)
+	res.peakRSS, res.cpu = h.peakRSS, h.cpu
+	return res, nil
+}
+
+// scrapeReconciles sums controller_runtime_reconcile_total of one controller.
+func scrapeReconciles(ctx context.Context, addr, controller string) float64 {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	total := 0.0
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "controller_runtime_reconcile_total{") && strings.Contains(line, `controller="`+controller+`"`) {
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+				total += v
+			}
+		}
+	}
+	return total
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}
+
+// printTable writes the results as a Markdown table, then the per-route calls per machine.
+func printTable(w io.Writer, provisioning time.Duration, rate float64, results []*benchResult) {
+	fmt.Fprintf(w, "\nProvisioning time %s (simulator clock), simulator rate limit %.0f req/s per token\n\n", provisioning, rate)
+	fmt.Fprintln(w, "| N | provisioned in | deleted in | API calls / machine | reconciles / machine | active→provisioned p50 | p99 | 429s (share) | manager peak RSS | manager CPU |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range results {
+		share := 0.0
+		if r.calls > 0 {
+			share = 100 * float64(r.rateLimited) / float64(r.calls)
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %.1f | %.1f | %s | %s | %d (%.2f%%) | %d MiB | %.1f s |\n",
+			r.n, r.provisionWall.Round(time.Second), r.deleteWall.Round(time.Second),
+			float64(r.calls)/float64(r.n), r.reconciles/float64(r.n),
+			percentile(r.activeToProvisioned, 0.5).Round(100*time.Millisecond),
+			percentile(r.activeToProvisioned, 0.99).Round(100*time.Millisecond),
+			r.rateLimited, share, r.peakRSS>>20, r.cpu.Seconds())
+	}
+	for _, r := range results {
+		fmt.Fprintf(w, "\nAPI calls per machine by route, N = %d (includes the cluster's own calls):\n\n", r.n)
+		routes := make([]string, 0, len(r.callsByRoute))
+		for route := range r.callsByRoute {
+			routes = append(routes, route)
+		}
+		sort.Strings(routes)
+		for _, route := range routes {
+			fmt.Fprintf(w, "    %-40s %6.2f\n", route, float64(r.callsByRoute[route])/float64(r.n))
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
+)
+
+// harness is one measured environment: a real kube-apiserver and etcd (envtest), the Packet API
+// simulator over loopback HTTP, and the provider's manager as a separate process, so that its
+// memory and CPU are its own.
+type harness struct {
+	env        *helpers.TestEnvironment
+	sim        *packetsim.Server
+	simServer  *httptest.Server
+	apiKey     string
+	workDir    string
+	kubeconfig string
+
+	managerBin  string
+	manager     *exec.Cmd
+	managerLogs []string
+	metricsAddr string
+	// usage is the resource usage of every manager process that has exited.
+	cpu     time.Duration
+	peakRSS int64
+}
+
+type harnessOptions struct {
+	provisioning time.Duration
+	ratePerSec   float64
+	apiKey       string
+	managerBin   string
+	workDir      string
+}
+
+func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOptions) (*harness, error) {
+	seed := packetsim.DefaultSeed()
+	for i := range seed.Plans {
+		for metro := range seed.Plans[i].Capacity {
+			seed.Plans[i].Capacity[metro] = 100000 // capacity is not what is measured
+		}
+	}
+	timing := packetsim.TimingFast
+	timing.Queued, timing.Provisioning, timing.Deprovisioning = 5*time.Second, o.provisioning-5*time.Second, 10*time.Second
+	sim, err := packetsim.New(packetsim.Options{
+		Seed:                seed,
+		Tokens:              map[string][]string{o.apiKey: nil},
+		Timing:              &timing,
+		RateLimit:           packetsim.RateLimit{PerSecond: o.ratePerSec, Burst: int(o.ratePerSec)},
+		RandomSeed:          1,
+		MaxRecordedRequests: 1 << 20,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{env: env, sim: sim, simServer: httptest.NewServer(sim.Handler()), apiKey: o.apiKey,
+		workDir: o.workDir, managerBin: o.managerBin}
+	h.kubeconfig = filepath.Join(o.workDir, "kubeconfig")
+	if err := os.WriteFile(h.kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return nil, err
+	}
+	return h, h.startManager(ctx)
+}
+
+// startManager starts (or restarts) the provider's manager against the simulator.
+func (h *harness) startManager(ctx context.Context) error {
+	metricsPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	h.metricsAddr = "127.0.0.1:" + strconv.Itoa(metricsPort)
+	logPath := filepath.Join(h.workDir, fmt.Sprintf("manager-%d.log", len(h.managerLogs)))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, h.managerBin,
+		"--kubeconfig="+h.kubeconfig,
+		"--diagnostics-address="+h.metricsAddr, "--insecure-diagnostics",
+		"--health-addr=127.0.0.1:"+strconv.Itoa(healthPort),
+		"--packet-api-qps=10", "--packet-api-burst=10",
+		"--packetmachine-concurrency=20",
+	)
+	cmd.Env = append(os.Environ(),
+		"PACKET_API_URL="+h.simServer.URL+"/metal/v1/",
+		"PACKET_API_KEY="+h.apiKey,
+		"ENABLE_WEBHOOKS=false",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", h.managerBin, err)
+	}
+	h.manager, h.managerLogs = cmd, append(h.managerLogs, logPath)
+	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	return waitHTTP(ctx, "http://127.0.0.1:"+strconv.Itoa(healthPort)+"/readyz", time.Minute)
+}
+
+// stopManager ends the manager with sig (SIGTERM to stop, SIGKILL to crash it) and records
+// the resource usage of the process.
+func (h *harness) stopManager(sig syscall.Signal) {
+	if h.manager == nil || h.manager.Process == nil {
+		return
+	}
+	_ = h.manager.Process.Signal(sig)
+	deadline := time.Now().Add(30 * time.Second)
+	for h.manager.ProcessState == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h.manager.ProcessState == nil {
+		_ = h.manager.Process.Kill()
+		for h.manager.ProcessState == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if ru, ok := h.manager.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		h.cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		if rss := ru.Maxrss * 1024; rss > h.peakRSS {
+			h.peakRSS = rss
+		}
+	}
+	h.manager = nil
+}
+
+func (h *harness) close() {
+	h.stopManager(syscall.SIGTERM)
+	h.simServer.Close()
+	_ = h.sim.Close()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return errors.New(url + " did not become ready")
+}

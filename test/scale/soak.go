@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+)
+
+// soakFaults are the Packet API misbehaviours of the soak: 5% 429, 10% 5xx, 5% of creates
+// stored but answered with an error, lists 5 s behind, and 200–800 ms latency on every call.
+func soakFaults() []packetsim.Fault {
+	return []packetsim.Fault{
+		{Kind: packetsim.FaultRateLimit, Route: "*", Probability: 0.05, RetryAfter: 1},
+		{Kind: packetsim.FaultHTTPError, Route: "*", Probability: 0.10, Status: 503},
+		{Kind: packetsim.FaultCommitThenFail, Route: "POST /projects/{id}/devices", Probability: 0.05, Status: 500},
+		{Kind: packetsim.FaultListLag, Duration: 5 * time.Second},
+		{Kind: packetsim.FaultLatency, Route: "*", Latency: 200 * time.Millisecond, Jitter: 600 * time.Millisecond},
+	}
+}
+
+type soakResult struct {
+	kills, faultResponses, duplicates int
+	leaks, violations                 []string
+}
+
+// runSoak provisions n machines while the Packet API misbehaves and the manager is killed with
+// SIGKILL every 15–30 s for the given duration, then checks the invariants: one device per
+// machine, nothing left after deletion, no panic and no secret in any log.
+func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*soakResult, error) {
+	res := &soakResult{}
+	keysBefore := len(h.sim.SSHKeys(packetsim.DefaultProjectID))
+	sessionsBefore := len(h.sim.BGPSessions(packetsim.DefaultProjectID))
+	for _, f := range soakFaults() {
+		h.sim.InjectFault(f)
+	}
+	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("soak-%d", time.Now().Unix()), cluster: "soak", n: n}
+	if err := w.create(ctx); err != nil {
+		return nil, err
+	}
+
+	chaosEnd := time.Now().Add(chaosFor)
+	for time.Now().Before(chaosEnd) {
+		wait := 15*time.Second + rand.N(15*time.Second)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(wait, time.Until(chaosEnd))):
+		}
+		if time.Now().After(chaosEnd) {
+			break
+		}
+		h.stopManager(syscall.SIGKILL)
+		res.kills++
+		if err := h.startManager(ctx); err != nil {
+			return nil, err
+		}
+	}
+	h.sim.ClearFaults()
+	for _, r := range h.sim.Requests() {
+		if r.Status == 429 || r.Status >= 500 {
+			res.faultResponses++
+		}
+	}
+
+	if err := waitFor(ctx, 10*time.Minute, "every machine provisioned after the chaos", func() (bool, error) {
+		machines, err := w.machines(ctx)
+		if err != nil {
+			return false, err
+		}
+		done := 0
+		for _, m := range machines {
+			if ptr.Deref(m.Status.Initialization.Provisioned, false) {
+				done++
+			}
+		}
+		return done == n, nil
+	}); err != nil {
+		res.violations = append(res.violations, err.Error())
+	}
+	machines, err := w.machines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range machines {
+		if got := len(devicesTagged(h.sim, infrav1.MachineUIDTag(string(m.UID)))); got != 1 {
+			res.violations = append(res.violations, fmt.Sprintf("machine %s has %d devices", m.Name, got))
+			res.duplicates += max(got-1, 0)
+		}
+	}
+	if got := len(devicesTagged(h.sim, infrav1.ClusterTag(w.namespace, w.cluster))); got != n {
+		res.violations = append(res.violations, fmt.Sprintf("%d devices for %d machines", got, n))
+		res.duplicates += max(got-n, 0)
+	}
+
+	if err := w.deleteAll(ctx); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, 10*time.Minute, "every machine deleted", func() (bool, error) {
+		machines, err := w.machines(ctx)
+		return len(machines) == 0, err
+	}); err != nil {
+		res.violations = append(res.violations, err.Error())
+	}
+	clusterTag := infrav1.ClusterTag(w.namespace, w.cluster)
+	if d := devicesTagged(h.sim, clusterTag); len(d) > 0 {
+		res.leaks = append(res.leaks, fmt.Sprintf("%d devices", len(d)))
+	}
+	_ = waitFor(ctx, time.Minute, "elastic IP released", func() (bool, error) {
+		return len(ipsTagged(h.sim, clusterTag)) == 0, nil
+	})
+	if ips := ipsTagged(h.sim, clusterTag); len(ips) > 0 {
+		res.leaks = append(res.leaks, fmt.Sprintf("%d IP reservations", len(ips)))
+	}
+	if got := len(h.sim.BGPSessions(packetsim.DefaultProjectID)); got > sessionsBefore {
+		res.leaks = append(res.leaks, fmt.Sprintf("%d BGP sessions", got-sessionsBefore))
+	}
+	if got := len(h.sim.SSHKeys(packetsim.DefaultProjectID)); got > keysBefore {
+		res.leaks = append(res.leaks, fmt.Sprintf("%d SSH keys", got-keysBefore))
+	}
+	res.violations = append(res.violations, scanLogs(h.managerLogs, h.apiKey)...)
+	return res, nil
+}
+
+func devicesTagged(sim *packetsim.Server, tag string) []packetsim.Device {
+	var out []packetsim.Device
+	for _, d := range sim.Devices(packetsim.DefaultProjectID) {
+		if slices.Contains(d.Tags, tag) && d.State != packetsim.StateGone {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func ipsTagged(sim *packetsim.Server, tag string) []packetsim.IPReservation {
+	var out []packetsim.IPReservation
+	for _, ip := range sim.IPReservations(packetsim.DefaultProjectID) {
+		if slices.Contains(ip.Tags, tag) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// scanLogs reports panics and leaked secrets in the manager logs.
+func scanLogs(paths []string, apiKey string) []string {
+	var problems []string
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, bad := range []struct{ text, what string }{
+			{"panic:", "a panic"}, {"Observed a panic", "a recovered panic"},
+			{apiKey, "the API key"}, {userDataMarker, "user-data"},
+		} {
+			if bytes.Contains(data, []byte(bad.text)) {
+				problems = append(problems, fmt.Sprintf("%s contains %s", p, bad.what))
+			}
+		}
+	}
+	return problems
+}
+
+func (r *soakResult) print(w io.Writer, n int, chaosFor time.Duration) {
+	fmt.Fprintf(w, "\nSoak: %d machines, %s of chaos\n", n, chaosFor)
+	fmt.Fprintf(w, "  manager kills (SIGKILL):   %d\n", r.kills)
+	fmt.Fprintf(w, "  faulty API responses:      %d (429 and 5xx)\n", r.faultResponses)
+	fmt.Fprintf(w, "  duplicate devices found:   %d\n", r.duplicates)
+	fmt.Fprintf(w, "  leaks after deletion:      %d %v\n", len(r.leaks), r.leaks)
+	fmt.Fprintf(w, "  violations:                %d\n", len(r.violations))
+	for _, v := range r.violations {
+		fmt.Fprintf(w, "    - %s\n", v)
+	}
+}

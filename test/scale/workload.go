@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+)
+
+// userDataMarker is in every machine's bootstrap data; it must never show up in a log.
+const userDataMarker = "capp-scale-secret-userdata"
+
+// workload is one cluster with n machines, created the way Cluster API core would create them
+// (core itself is not running: owner references, labels and Cluster status are set here).
+type workload struct {
+	c         client.Client
+	namespace string
+	cluster   string
+	n         int
+}
+
+func (w *workload) create(ctx context.Context) error {
+	if err := w.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.namespace}}); err != nil {
+		return err
+	}
+	cluster := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: infrav1.GroupVersion.Group, Kind: "PacketCluster", Name: w.cluster}},
+	}
+	if err := w.c.Create(ctx, cluster); err != nil {
+		return err
+	}
+	pc := &infrav1.PacketCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: w.cluster},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
+				Name: cluster.Name, UID: cluster.UID}}},
+		Spec: infrav1.PacketClusterSpec{ProjectID: packetsim.DefaultProjectID, Metro: "sv"},
+	}
+	if err := w.c.Create(ctx, pc); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 2*time.Minute, "PacketCluster provisioned", func() (bool, error) {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pc), pc); err != nil {
+			return false, err
+		}
+		return ptr.Deref(pc.Status.Initialization.Provisioned, false), nil
+	}); err != nil {
+		return err
+	}
+	// What core's Cluster controller does once the infrastructure is provisioned.
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	if err := w.c.Status().Update(ctx, cluster); err != nil {
+		return err
+	}
+	for i := range w.n {
+		if err := w.createMachine(ctx, cluster, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *workload) createMachine(ctx context.Context, cluster *clusterv1.Cluster, i int) error {
+	name := fmt.Sprintf("m-%04d", i)
+	labels := map[string]string{clusterv1.ClusterNameLabel: w.cluster}
+	if i == 0 {
+		labels[clusterv1.MachineControlPlaneLabel] = ""
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-bootstrap", Namespace: w.namespace, Labels: labels},
+		Data: map[string][]byte{
+			"format": []byte("cloud-config"),
+			"value":  []byte("#cloud-config\nwrite_files:\n- path: /etc/marker\n  content: " + userDataMarker + "\n"),
+		},
+	}
+	if err := w.c.Create(ctx, secret); err != nil {
+		return err
+	}
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: labels},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: w.cluster,
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(secret.Name)},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "PacketMachine", Name: name},
+		},
+	}
+	if err := w.c.Create(ctx, machine); err != nil {
+		return err
+	}
+	pm := &infrav1.PacketMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine",
+				Name: machine.Name, UID: machine.UID, Controller: ptr.To(true)}}},
+		Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly"},
+	}
+	return w.c.Create(ctx, pm)
+}
+
+// machines lists the workload's PacketMachines.
+func (w *workload) machines(ctx context.Context) ([]infrav1.PacketMachine, error) {
+	list := &infrav1.PacketMachineList{}
+	err := w.c.List(ctx, list, client.InNamespace(w.namespace))
+	return list.Items, err
+}
+
+// deleteMachines deletes every PacketMachine (envtest has no garbage collector, so deleting the
+// Machines would not reach them) and the PacketCluster.
+func (w *workload) deleteAll(ctx context.Context) error {
+	if err := w.c.DeleteAllOf(ctx, &infrav1.PacketMachine{}, client.InNamespace(w.namespace)); err != nil {
+		return err
+	}
+	return w.c.Delete(ctx, &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace}})
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := done()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

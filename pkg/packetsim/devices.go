@@ -292,8 +292,7 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	d.Ports = s.newPorts(d)
 	s.applyDeviceFaults(call, d, now)
 
-	s.st.Devices[d.ID] = d
-	s.st.DeviceOrder[projectID] = append(s.st.DeviceOrder[projectID], d.ID)
+	s.st.addDevice(d)
 	// The 201 always shows "queued", as the real API does; with zero
 	// timings the device moves on the next request.
 	s.enterState(d, StateQueued, now)
@@ -389,9 +388,9 @@ func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	match := s.deviceFilter(q)
-	var matched []*Device
-	for _, id := range s.st.DeviceOrder[projectID] {
-		d := s.st.Devices[id]
+	devices := s.st.deviceLists[projectID]
+	matched := make([]*Device, 0, len(devices))
+	for _, d := range devices {
 		if d.ListVisibleAt.After(now) || !match(d) {
 			continue
 		}

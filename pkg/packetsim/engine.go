@@ -183,8 +183,7 @@ func (s *Server) addEvent(d *Device, at time.Time, typ, body string) {
 func (s *Server) removeDevice(d *Device, at time.Time) {
 	st := s.st
 	d.State = StateGone
-	delete(st.Devices, d.ID)
-	st.DeviceOrder[d.ProjectID] = removeID(st.DeviceOrder[d.ProjectID], d.ID)
+	st.deleteDevice(d)
 	if d.GhostFor > 0 {
 		ghost := d.clone()
 		ghost.State = StateDeprovisioning

@@ -53,7 +53,7 @@ build: ## Build the manager binary into bin/manager.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/manager .
 
 .PHONY: generate
-generate: generate-go-deepcopy generate-manifests ## Regenerate deepcopy code, CRDs, RBAC and webhook manifests.
+generate: generate-go-deepcopy generate-manifests generate-templates ## Regenerate deepcopy code, CRDs, RBAC and webhook manifests, cluster templates.
 
 .PHONY: generate-go-deepcopy
 generate-go-deepcopy: $(CONTROLLER_GEN)
@@ -70,8 +70,8 @@ generate-manifests: $(CONTROLLER_GEN)
 
 .PHONY: verify-gen
 verify-gen: generate ## Regenerate and fail if any generated file differs from what is committed.
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
-		git status --porcelain -- api config; git diff -- api config | head -100; \
+	@if [ -n "$$(git status --porcelain -- api config templates)" ]; then \
+		git status --porcelain -- api config templates; git diff -- api config templates | head -100; \
 		echo "Generated files are out of date: run 'make generate' and commit the result."; exit 1; \
 	fi
 
@@ -82,7 +82,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 ##@ Testing
 
 .PHONY: test
-test: envtest-bins ## Run all tests (unit, envtest against real kube-apiserver + etcd, simulator conformance).
+test: envtest-bins $(CLUSTERCTL) ## Run all tests (unit, envtest against real kube-apiserver + etcd, simulator conformance).
 	@echo "envtest binaries: $$($(KUBE_APISERVER) --version), $$($(ETCD) --version | head -n 1)"
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
 
@@ -153,6 +153,77 @@ $(KUSTOMIZE):
 $(GOLANGCI_LINT):
 	GOBIN=$(TOOLS_BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VER)
 	mv $(TOOLS_BIN)/golangci-lint $@
+
+##@ Cluster templates, release, clusterctl and image
+
+CLUSTERCTL_VER := v1.14.2
+CLUSTERCTL := $(TOOLS_BIN)/clusterctl-$(CLUSTERCTL_VER)
+
+# The release version is the folder name in the clusterctl repository and must be in a release
+# series of metadata.yaml; the image is the manager's.
+RELEASE_TAG ?= $(shell git describe --tags --exact-match --match 'v*' 2>/dev/null || echo v0.1.0)
+REGISTRY ?= quay.io/equinix-oss
+IMAGE_NAME ?= cluster-api-provider-packet
+IMAGE_TAG ?= $(RELEASE_TAG)
+IMG ?= $(REGISTRY)/$(IMAGE_NAME):$(IMAGE_TAG)
+# The image name config/default gives the manager; release-manifests replaces it with $(IMG).
+DEFAULT_IMAGE := quay.io/equinix-oss/cluster-api-provider-packet
+RELEASE_DIR ?= $(ROOT)/out/release
+CLUSTERCTL_REPO_DIR ?= $(ROOT)/out/clusterctl-repo
+TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology
+
+.PHONY: generate-templates
+generate-templates: $(KUSTOMIZE) ## Build templates/cluster-template*.yaml from templates/flavors (kustomize).
+	@for flavor in $(TEMPLATE_FLAVORS); do \
+		out=templates/cluster-template-$$flavor.yaml; \
+		if [ $$flavor = default ]; then out=templates/cluster-template.yaml; fi; \
+		{ echo "# Generated from templates/flavors/$$flavor by 'make generate-templates'; do not edit."; \
+		  $(KUSTOMIZE) build templates/flavors/$$flavor; } > $$out.tmp && mv $$out.tmp $$out; \
+	done
+
+.PHONY: release
+release: $(KUSTOMIZE) ## Write the clusterctl release artifacts into out/release (image: REGISTRY, IMAGE_NAME, IMAGE_TAG).
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)/.kustomize
+	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\nimages:\n- name: %s\n  newName: %s\n  newTag: %s\n' \
+		"$$(realpath --relative-to=$(RELEASE_DIR)/.kustomize $(ROOT)/config/default)" \
+		"$(DEFAULT_IMAGE)" "$(REGISTRY)/$(IMAGE_NAME)" "$(IMAGE_TAG)" \
+		> $(RELEASE_DIR)/.kustomize/kustomization.yaml
+	$(KUSTOMIZE) build $(RELEASE_DIR)/.kustomize > $(RELEASE_DIR)/infrastructure-components.yaml
+	rm -rf $(RELEASE_DIR)/.kustomize
+	cp metadata.yaml templates/cluster-template*.yaml templates/clusterclass-*.yaml $(RELEASE_DIR)/
+	@echo "Release $(RELEASE_TAG) with image $(IMG) in $(RELEASE_DIR):"; ls $(RELEASE_DIR)
+
+.PHONY: clusterctl-repo
+clusterctl-repo: release ## Write a local clusterctl repository and a clusterctl.yaml that registers it (out/clusterctl-repo).
+	rm -rf $(CLUSTERCTL_REPO_DIR) && mkdir -p $(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)
+	cp $(RELEASE_DIR)/* $(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)/
+	printf '# Registers the local Packet provider repository: clusterctl init --infrastructure packet --config %s\nproviders:\n- name: packet\n  type: InfrastructureProvider\n  url: file://%s\n' \
+		"$(CLUSTERCTL_REPO_DIR)/clusterctl.yaml" \
+		"$(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)/infrastructure-components.yaml" \
+		> $(CLUSTERCTL_REPO_DIR)/clusterctl.yaml
+	@echo "clusterctl init --infrastructure packet --config $(CLUSTERCTL_REPO_DIR)/clusterctl.yaml"
+
+.PHONY: clusterctl
+clusterctl: $(CLUSTERCTL) ## Build clusterctl $(CLUSTERCTL_VER) from the Cluster API module into bin/tools.
+
+# `go install sigs.k8s.io/cluster-api/cmd/clusterctl@v1.14.2` cannot work (Cluster API's go.mod
+# replaces its api module), so hack/tools/clusterctl requires both modules at the same version.
+# The version is stamped in: clusterctl compares it with the providers' contracts.
+$(CLUSTERCTL):
+	@mkdir -p $(TOOLS_BIN)
+	cd hack/tools/clusterctl && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
+		-X sigs.k8s.io/cluster-api/version.gitVersion=$(CLUSTERCTL_VER) \
+		-X sigs.k8s.io/cluster-api/version.gitMajor=$(word 1,$(subst ., ,$(CLUSTERCTL_VER:v%=%))) \
+		-X sigs.k8s.io/cluster-api/version.gitMinor=$(word 2,$(subst ., ,$(CLUSTERCTL_VER:v%=%)))" \
+		-o $@.tmp sigs.k8s.io/cluster-api/cmd/clusterctl && mv $@.tmp $@
+
+.PHONY: docker-build
+docker-build: ## Build the manager image $(IMG) with Docker (needs a Docker daemon).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image $(IMG).
+	docker push $(IMG)
 
 .PHONY: clean
 clean: ## Remove built tools and binaries (the envtest binaries take minutes to rebuild).

@@ -2,21 +2,14 @@ package webhooks_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/webhooks"
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
@@ -62,30 +55,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	AddReportEntry("kube-apiserver", testEnv.ServerVersion)
 
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
-		Scheme:         testEnv.Scheme,
-		Metrics:        metricsserver.Options{BindAddress: "0"},
-		WebhookServer:  webhook.NewServer(testEnv.WebhookServerOptions()),
-		LeaderElection: false,
-	})
+	_, err = testEnv.StartWebhookServer(ctx, webhooks.SetupWithManager)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhooks.SetupWithManager(mgr)).To(Succeed())
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-
-	// Wait until the webhook server answers TLS, so that the first request does not fail on
-	// failurePolicy=Fail.
-	opts := testEnv.WebhookInstallOptions
-	addr := net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))
-	Eventually(func() error {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks the test server is up
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 
 	cfg := rest.CopyConfig(testEnv.Config)
 	cfg.WarningHandlerWithContext = warnings

@@ -225,6 +225,13 @@ docker-build: ## Build the manager image $(IMG) with Docker (needs a Docker daem
 docker-push: ## Push the manager image $(IMG).
 	docker push $(IMG)
 
+# The simulator image the Tilt loop runs next to the manager (config/tilt/packetsim.yaml).
+PACKETSIM_IMG ?= quay.io/equinix-oss/cluster-api-provider-packet-sim:dev
+
+.PHONY: docker-build-packetsim
+docker-build-packetsim: ## Build the Packet API simulator image $(PACKETSIM_IMG) for Tilt (needs a Docker daemon).
+	docker build --target packetsim -t $(PACKETSIM_IMG) .
+
 .PHONY: clean
 clean: ## Remove built tools and binaries (the envtest binaries take minutes to rebuild).
 	rm -rf $(BIN) out

@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
 
 const (
@@ -189,7 +191,8 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 			Expect(crsData).To(ContainSubstring(`"apiKey": "` + apiKey + `"`))
 			Expect(crsData).To(ContainSubstring(`"projectID": "` + project + `"`))
 			if vipManager == "CPEM" {
-				Expect(crsData).To(ContainSubstring(`"eipTag": "capp:control-plane-endpoint:` + ns + `/c1"`))
+				// The tag the PacketCluster controller puts on the elastic IP, so CPEM finds it.
+				Expect(crsData).To(ContainSubstring(`"eipTag": "` + infrav1.ControlPlaneEndpointTag(ns, "c1") + `"`))
 			} else {
 				Expect(crsData).NotTo(ContainSubstring("eipTag"))
 			}

@@ -8,6 +8,7 @@ package clusterctl_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,10 +83,11 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s = client.WithFieldValidation(c, metav1.FieldValidationStrict)
 
-	crds, err := os.ReadFile(filepath.Join("testdata", "cert-manager-crds.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	for _, u := range decode(crds) {
-		Expect(testEnv.Client.Create(ctx, u)).To(Succeed())
+	// cert-manager's Issuer and Certificate CRDs, from the cert-manager module (the version
+	// clusterctl v1.14.2 installs), so that the components' Issuer and Certificate are checked
+	// against cert-manager's real schema.
+	for _, crd := range certManagerCRDs() {
+		Expect(testEnv.Client.Create(ctx, crd)).To(Succeed())
 	}
 	Eventually(func(g Gomega) {
 		for _, name := range []string{"issuers.cert-manager.io", "certificates.cert-manager.io"} {
@@ -119,6 +121,29 @@ var _ = AfterSuite(func() {
 		_ = os.RemoveAll(workDir)
 	}
 })
+
+// certManagerVersion is the cert-manager clusterctl v1.14.2 installs by default.
+const certManagerVersion = "v1.21.1"
+
+// certManagerCRDs reads the Issuer and Certificate CRDs from the cert-manager module, downloaded
+// through the Go module proxy into the module cache.
+func certManagerCRDs() []*unstructured.Unstructured {
+	GinkgoHelper()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "github.com/cert-manager/cert-manager@"+certManagerVersion)
+	cmd.Dir = os.TempDir() // outside this module: do not touch its go.mod
+	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred(), "downloading cert-manager %s: %s", certManagerVersion, out)
+	var mod struct{ Dir string }
+	Expect(json.Unmarshal(out, &mod)).To(Succeed())
+	var crds []*unstructured.Unstructured
+	for _, name := range []string{"cert-manager.io_issuers.yaml", "cert-manager.io_certificates.yaml"} {
+		data, err := os.ReadFile(filepath.Join(mod.Dir, "deploy", "crds", name))
+		Expect(err).NotTo(HaveOccurred())
+		crds = append(crds, decode(data)...)
+	}
+	return crds
+}
 
 // runClusterctl runs clusterctl offline: a private HOME and XDG config folder, no version check,
 // and only the variables given (never the caller's environment).

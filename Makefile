@@ -140,6 +140,104 @@ $(ETCD):
 	@echo "Building etcd from source (first time only)"
 	cd hack/tools/k8s && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@.tmp ./etcd && mv $@.tmp $@
 
+##@ Sandbox and end-to-end tests
+
+# The sandbox (`make sandbox`) and the e2e suite run a whole management plane as local processes:
+# etcd + kube-apiserver (envtest-bins), the Packet API simulator, the Cluster API managers built
+# from the sigs.k8s.io/cluster-api module (hack/tools/capi), and bin/manager; components are
+# installed by clusterctl from local repositories. Everything is cached under bin/ and rebuilt only
+# when missing (the provider's own binaries always, Go's build cache makes that quick).
+CAPI_VERSION := v1.14.2
+CAPI_DIR := $(BIN)/capi/$(CAPI_VERSION)
+CAPI_MANAGERS := $(CAPI_DIR)/core-manager $(CAPI_DIR)/kubeadm-bootstrap-manager $(CAPI_DIR)/kubeadm-control-plane-manager
+CAPI_REPOSITORY := $(CAPI_DIR)/repository
+CAPI_REPOSITORY_STAMP := $(CAPI_REPOSITORY)/cluster-api/$(CAPI_VERSION)/core-components.yaml
+# cert-manager's CRDs only (the version clusterctl v1.14.2 defaults to): the sandbox runs no pods,
+# so clusterctl finds cert-manager's API and skips installing cert-manager.
+CERT_MANAGER_VER := v1.21.1
+CERT_MANAGER_CRDS := $(CAPI_DIR)/cert-manager-$(CERT_MANAGER_VER)-crds
+KUBECTL := $(TOOLS_BIN)/kubectl-v$(K8S_VERSION)
+SANDBOX_STATE ?= $(ROOT)/.sandbox
+SANDBOX_FLAGS ?=
+E2E_ARTIFACTS ?= $(ROOT)/_artifacts
+E2E_TIMEOUT ?= 45m
+GINKGO_FLAGS ?=
+CAPI_LDFLAGS := -s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$(CAPI_VERSION) \
+	-X sigs.k8s.io/cluster-api/version.gitMajor=$(word 1,$(subst ., ,$(CAPI_VERSION:v%=%))) \
+	-X sigs.k8s.io/cluster-api/version.gitMinor=$(word 2,$(subst ., ,$(CAPI_VERSION:v%=%))) \
+	-X sigs.k8s.io/cluster-api/version.gitTreeState=clean
+
+.PHONY: sandbox
+sandbox: sandbox-bins ## Run the local management plane on loopback until Ctrl-C (no Packet account, Docker or kind).
+	$(BIN)/sandbox up --state-dir $(SANDBOX_STATE) --kubectl $(KUBECTL) \
+		--provider-components $(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)/infrastructure-components.yaml \
+		--capi-repository $(CAPI_REPOSITORY) --capi-version $(CAPI_VERSION) --cert-manager-crds $(CERT_MANAGER_CRDS) \
+		--clusterctl $(CLUSTERCTL) $(SANDBOX_FLAGS)
+
+.PHONY: sandbox-down
+sandbox-down: ## Stop a sandbox started by `make sandbox` (Ctrl-C does the same).
+	@if [ -x $(BIN)/sandbox ]; then $(BIN)/sandbox down --state-dir $(SANDBOX_STATE); \
+	else go run ./cmd/sandbox down --state-dir $(SANDBOX_STATE); fi
+
+.PHONY: test-e2e
+test-e2e: sandbox-bins ## Run the e2e suite (ginkgo) on a sandbox it starts; artifacts in _artifacts/.
+	PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
+	SANDBOX_PROVIDER_COMPONENTS=$(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)/infrastructure-components.yaml \
+	go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
+
+.PHONY: sandbox-bins
+sandbox-bins: envtest-bins capi-managers capi-repository clusterctl kubectl clusterctl-repo build ## Build everything the sandbox runs.
+	go build -o $(BIN)/packetsim ./cmd/packetsim
+	go build -o $(BIN)/sandbox ./cmd/sandbox
+
+.PHONY: capi-managers
+capi-managers: $(CAPI_MANAGERS) ## Build the Cluster API $(CAPI_VERSION) core, kubeadm bootstrap and control-plane managers.
+
+$(CAPI_DIR)/core-manager: CAPI_PKG := sigs.k8s.io/cluster-api/core
+$(CAPI_DIR)/kubeadm-bootstrap-manager: CAPI_PKG := sigs.k8s.io/cluster-api/bootstrap/kubeadm
+$(CAPI_DIR)/kubeadm-control-plane-manager: CAPI_PKG := sigs.k8s.io/cluster-api/controlplane/kubeadm
+$(CAPI_MANAGERS):
+	@mkdir -p $(@D)
+	@echo "Building $(CAPI_PKG) $(CAPI_VERSION) (first time only)"
+	cd hack/tools/capi && CGO_ENABLED=0 go build -trimpath -ldflags "$(CAPI_LDFLAGS)" -o $@.tmp $(CAPI_PKG) && mv $@.tmp $@
+
+.PHONY: capi-repository
+capi-repository: $(CAPI_REPOSITORY_STAMP) $(CERT_MANAGER_CRDS) ## Render Cluster API's components into a local clusterctl repository.
+
+# Cluster API's release components, rendered from the module's config/default folders as its own
+# `make release-manifests` does, with the release images, plus metadata.yaml from the module root.
+$(CAPI_REPOSITORY_STAMP): $(KUSTOMIZE)
+	rm -rf $(CAPI_REPOSITORY) && mkdir -p $(CAPI_REPOSITORY)
+	@capi=$$(cd hack/tools/capi && go mod download sigs.k8s.io/cluster-api && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api); \
+	for c in cluster-api:core-components:core:cluster-api-controller \
+		bootstrap-kubeadm:bootstrap-components:bootstrap/kubeadm:kubeadm-bootstrap-controller \
+		control-plane-kubeadm:control-plane-components:controlplane/kubeadm:kubeadm-control-plane-controller; do \
+		IFS=: read -r label file src image <<< "$$c"; \
+		out=$(CAPI_REPOSITORY)/$$label/$(CAPI_VERSION); k=$(CAPI_REPOSITORY)/.kustomize/$$label; mkdir -p $$out $$k; \
+		printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\nimages:\n- name: gcr.io/k8s-staging-cluster-api/%s\n  newName: registry.k8s.io/cluster-api/%s\n  newTag: %s\n' \
+			"$$(realpath --relative-to=$$k $$capi/$$src/config/default)" "$$image" "$$image" "$(CAPI_VERSION)" > $$k/kustomization.yaml; \
+		echo "$(KUSTOMIZE) build $$capi/$$src/config/default > $$out/$$file.yaml"; \
+		$(KUSTOMIZE) build $$k > $$out/$$file.yaml.tmp && mv $$out/$$file.yaml.tmp $$out/$$file.yaml; \
+		cp $$capi/metadata.yaml $$out/metadata.yaml; \
+	done; rm -rf $(CAPI_REPOSITORY)/.kustomize
+	@test -s $@
+
+$(CERT_MANAGER_CRDS):
+	@dir=$$(cd / && GOFLAGS= go mod download -json github.com/cert-manager/cert-manager@$(CERT_MANAGER_VER) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	test -d "$$dir/deploy/crds" && rm -rf $@.tmp && mkdir -p $@.tmp && cp $$dir/deploy/crds/*.yaml $@.tmp/ && mv $@.tmp $@
+	@echo "cert-manager $(CERT_MANAGER_VER) CRDs in $@"
+
+.PHONY: kubectl
+kubectl: $(KUBECTL) ## Build kubectl v$(K8S_VERSION) from the k8s.io/kubectl module (for the sandbox's next commands).
+
+$(KUBECTL):
+	@mkdir -p $(TOOLS_BIN)
+	cd hack/tools/capi && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
+		-X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
+		-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION))) \
+		-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))" \
+		-o $@.tmp ./kubectl && mv $@.tmp $@
+
 ##@ Tools
 
 $(CONTROLLER_GEN):

@@ -36,7 +36,7 @@ func run() error {
 		"comma-separated API tokens; token=projectA|projectB limits a token to those projects")
 	seedFile := flag.String("seed", "", "seed YAML file (default: the built-in seed, see pkg/packetsim/seed/default.yaml)")
 	stateFile := flag.String("state-file", "", "file the state is kept in across restarts (written atomically)")
-	timing := flag.String("timing", "fast", "timing profile: realistic, fast or instant")
+	timing := flag.String("timing", "fast", "timing profile: realistic, fast, sandbox (active in ~20s) or instant")
 	perPage := flag.Int("per-page", 10, "default per_page of paginated lists")
 	faultsFile := flag.String("faults", "", "fault profile YAML/JSON file: {faults: [{kind: ..., ...}]}")
 	rateLimit := flag.String("rate-limit", "", "token bucket per API token as rate/s[:burst], e.g. 10:20 (default off)")

@@ -1,0 +1,387 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+// ProviderLabel is the label clusterctl puts on every object of a provider's components.
+const ProviderLabel = "cluster.x-k8s.io/provider"
+
+// certManagerTestNamespace is the namespace clusterctl creates and deletes to check that
+// cert-manager's API works.
+const certManagerTestNamespace = "cert-manager-test"
+
+// Scheme has client-go's kinds, CRDs, and Cluster API's and the provider's kinds.
+func Scheme() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	for _, add := range []func(*kruntime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, clusterv1.AddToScheme,
+		bootstrapv1.AddToScheme, controlplanev1.AddToScheme, infrav1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // only a programming error can get here
+		}
+	}
+	return s
+}
+
+// install puts the components into the empty (or reused) kube-apiserver the way a user does:
+// cert-manager's CRDs, then `clusterctl init --infrastructure packet`, then the webhook wiring.
+func (s *Sandbox) install(ctx context.Context) error {
+	if err := s.FinalizeNamespace(ctx, certManagerTestNamespace); err != nil {
+		return err
+	}
+	s.cfg.Log("Installing cert-manager's CRDs from %s", s.cfg.CertManagerCRDs)
+	if err := s.applyDir(ctx, s.cfg.CertManagerCRDs); err != nil {
+		return fmt.Errorf("installing cert-manager's CRDs: %w", err)
+	}
+	if err := s.writeClusterctlConfig(); err != nil {
+		return err
+	}
+	if err := s.clusterctlInit(ctx); err != nil {
+		return err
+	}
+	// clusterctl deleted its cert-manager check namespace; with no namespace controller running,
+	// the sandbox finishes that deletion.
+	if err := s.FinalizeNamespace(ctx, certManagerTestNamespace); err != nil {
+		return err
+	}
+	return s.wireWebhooks(ctx)
+}
+
+// applyDir server-side applies every YAML document in the files of dir and waits for the CRDs
+// among them to be established.
+func (s *Sandbox) applyDir(ctx context.Context, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	var crds []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		objs, err := DecodeYAML(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		for _, o := range objs {
+			if err := s.Apply(ctx, o); err != nil {
+				return err
+			}
+			if o.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, o.GetName())
+			}
+		}
+	}
+	for _, name := range crds {
+		if err := s.waitEstablished(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeYAML splits a multi-document YAML stream into objects (empty documents are skipped).
+func DecodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// Apply server-side applies one object as field manager "sandbox".
+func (s *Sandbox) Apply(ctx context.Context, o *unstructured.Unstructured) error {
+	o = o.DeepCopy()
+	o.SetResourceVersion("")
+	o.SetManagedFields(nil)
+	//nolint:staticcheck // client.Apply with an unstructured object is the simplest SSA call here
+	if err := s.Client.Patch(ctx, o, client.Apply, client.FieldOwner("sandbox"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+	}
+	return nil
+}
+
+func (s *Sandbox) waitEstablished(ctx context.Context, name string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err == nil {
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CRD %s is not established after 30s", name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Variables are the clusterctl variables for clusters on the simulator: the seeded
+// project, a metro and plans it has capacity for, and an SSH key.
+func Variables() map[string]string {
+	return map[string]string{
+		"PACKET_API_KEY":         SimToken,
+		"PROJECT_ID":             SimProjectID,
+		"METRO":                  "sv",
+		"CONTROLPLANE_NODE_TYPE": "c3.small.x86",
+		"WORKER_NODE_TYPE":       "c3.small.x86",
+		"NODE_OS":                "ubuntu_24_04",
+		"SSH_KEY":                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY sandbox@example.com",
+		"KUBERNETES_VERSION":     "v1.36.0",
+		"CLUSTER_TOPOLOGY":       "true",
+	}
+}
+
+// writeClusterctlConfig points clusterctl at the local repositories: Cluster API's core and
+// kubeadm providers (rendered by `make capi-repository`) and this provider's (`make
+// clusterctl-repo`), with the simulator's variables.
+func (s *Sandbox) writeClusterctlConfig() error {
+	repo, v := s.cfg.CAPIRepository, s.cfg.CAPIVersion
+	type provider struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+		URL  string `json:"url"`
+	}
+	cfg := map[string]any{
+		"providers": []provider{
+			{"cluster-api", "CoreProvider", "file://" + filepath.Join(repo, "cluster-api", v, "core-components.yaml")},
+			{"kubeadm", "BootstrapProvider", "file://" + filepath.Join(repo, "bootstrap-kubeadm", v, "bootstrap-components.yaml")},
+			{"kubeadm", "ControlPlaneProvider", "file://" + filepath.Join(repo, "control-plane-kubeadm", v, "control-plane-components.yaml")},
+			{"packet", "InfrastructureProvider", "file://" + s.cfg.ProviderComponents},
+		},
+		"overridesFolder": filepath.Join(s.cfg.StateDir, "clusterctl", "overrides"),
+	}
+	for k, val := range Variables() {
+		cfg[k] = val
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	header := "# Written by the sandbox on every start: clusterctl reads only local file repositories.\n"
+	return writeFile(s.ClusterctlConfig, append([]byte(header), data...), 0o644)
+}
+
+// Clusterctl runs clusterctl with the sandbox's configuration and environment and returns its
+// combined output.
+func (s *Sandbox) Clusterctl(ctx context.Context, args ...string) ([]byte, error) {
+	args = append(args, "--config", s.ClusterctlConfig)
+	cmd := exec.CommandContext(ctx, s.cfg.Clusterctl, args...)
+	cmd.Env = append(os.Environ(), s.ClusterctlEnv...)
+	cmd.Dir = s.cfg.RepoRoot
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("clusterctl %s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+func (s *Sandbox) clusterctlInit(ctx context.Context) error {
+	s.cfg.Log("Running clusterctl init --infrastructure packet (local repositories in %s)", filepath.Dir(s.ClusterctlConfig))
+	logFile := filepath.Join(s.cfg.StateDir, "logs", "clusterctl-init.log")
+	out, err := s.Clusterctl(ctx, "init", "--infrastructure", "packet", "--kubeconfig", s.Kubeconfig, "-v", "2")
+	_ = os.WriteFile(logFile, out, 0o644)
+	if err != nil {
+		msg := fmt.Sprintf("%v; last lines of %s:", err, logFile)
+		for _, l := range Tail(logFile, 15) {
+			msg += "\n    " + l
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// wireWebhooks points every webhook configuration and CRD conversion webhook clusterctl
+// installed at the loopback port of the local manager of the same provider, with the sandbox CA.
+func (s *Sandbox) wireWebhooks(ctx context.Context) error {
+	byProvider := map[string]*Component{}
+	for _, c := range s.Components {
+		if c.Provider != "" {
+			byProvider[c.Provider] = c
+		}
+	}
+	target := func(labels map[string]string, what string) (*Component, error) {
+		c := byProvider[labels[ProviderLabel]]
+		if c == nil {
+			return nil, fmt.Errorf("%s has no %s label of a provider the sandbox runs", what, ProviderLabel)
+		}
+		return c, nil
+	}
+	ca := s.pki.caPEM
+	var wired []string
+
+	mwcs := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	if err := s.Client.List(ctx, mwcs, client.HasLabels{ProviderLabel}); err != nil {
+		return err
+	}
+	for i := range mwcs.Items {
+		w := &mwcs.Items[i]
+		c, err := target(w.Labels, "MutatingWebhookConfiguration "+w.Name)
+		if err != nil {
+			return err
+		}
+		for j := range w.Webhooks {
+			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, ca)
+		}
+		if err := s.Client.Update(ctx, w); err != nil {
+			return err
+		}
+		wired = append(wired, w.Name)
+	}
+	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	if err := s.Client.List(ctx, vwcs, client.HasLabels{ProviderLabel}); err != nil {
+		return err
+	}
+	for i := range vwcs.Items {
+		w := &vwcs.Items[i]
+		c, err := target(w.Labels, "ValidatingWebhookConfiguration "+w.Name)
+		if err != nil {
+			return err
+		}
+		for j := range w.Webhooks {
+			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, ca)
+		}
+		if err := s.Client.Update(ctx, w); err != nil {
+			return err
+		}
+		wired = append(wired, w.Name)
+	}
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := s.Client.List(ctx, crds, client.HasLabels{ProviderLabel}); err != nil {
+		return err
+	}
+	conversions := 0
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		conv := crd.Spec.Conversion
+		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+			continue
+		}
+		c, err := target(crd.Labels, "CustomResourceDefinition "+crd.Name)
+		if err != nil {
+			return err
+		}
+		cc := conv.Webhook.ClientConfig
+		path := "/convert"
+		if cc.Service != nil && cc.Service.Path != nil {
+			path = *cc.Service.Path
+		} else if cc.URL != nil {
+			if u, err := url.Parse(*cc.URL); err == nil {
+				path = u.Path
+			}
+		}
+		u := fmt.Sprintf("https://127.0.0.1:%d%s", c.webhookPort, path)
+		cc.Service, cc.URL, cc.CABundle = nil, &u, ca
+		if err := s.Client.Update(ctx, crd); err != nil {
+			return err
+		}
+		conversions++
+	}
+	sort.Strings(wired)
+	s.cfg.Log("Pointed %d webhook configurations and %d CRD conversion webhooks at the local managers", len(wired), conversions)
+	return nil
+}
+
+func pointAt(cc *admissionregistrationv1.WebhookClientConfig, port int, ca []byte) {
+	path := ""
+	if cc.Service != nil && cc.Service.Path != nil {
+		path = *cc.Service.Path
+	} else if cc.URL != nil {
+		if u, err := url.Parse(*cc.URL); err == nil {
+			path = u.Path
+		}
+	}
+	u := fmt.Sprintf("https://127.0.0.1:%d%s", port, path)
+	cc.Service, cc.URL, cc.CABundle = nil, &u, ca
+}
+
+// FinalizeNamespace completes the deletion of a Terminating namespace, which the (absent)
+// namespace controller would do once the namespace is empty. It does nothing to a namespace that
+// is not being deleted.
+func (s *Sandbox) FinalizeNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if ns.DeletionTimestamp == nil {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(s.RESTConfig)
+	if err != nil {
+		return err
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("finalizing namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// tlsDial checks that addr serves TLS with a certificate the sandbox CA signed for 127.0.0.1.
+func tlsDial(ctx context.Context, addr string, p *pki) error {
+	pool := x509.NewCertPool()
+	pool.AddCert(p.caCert)
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second},
+		Config: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}

@@ -229,6 +229,22 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketCluster controller: %w", err)
 	}
+	if err := (&controllers.PacketMachineReconciler{
+		Client:           mgr.GetClient(),
+		Packet:           factory,
+		DefaultAPIKey:    apiKey,
+		WatchFilterValue: opts.watchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.machineConcurrency}); err != nil {
+		return fmt.Errorf("setting up the PacketMachine controller: %w", err)
+	}
+	if err := (&controllers.PacketMachineTemplateReconciler{
+		Client:           mgr.GetClient(),
+		Packet:           factory,
+		DefaultAPIKey:    apiKey,
+		WatchFilterValue: opts.watchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
+		return fmt.Errorf("setting up the PacketMachineTemplate controller: %w", err)
+	}
 	return nil
 }
 

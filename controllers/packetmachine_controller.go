@@ -1,0 +1,223 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	"sigs.k8s.io/cluster-api/util/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgpsession"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/machineip"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachines,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachines/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// PacketMachineReconciler turns a Cluster API Machine into a Packet device: it creates (or
+// adopts) the device, reports it to Cluster API once active, gives control planes the cluster's
+// elastic IP or BGP session, and deletes the device with the Machine.
+type PacketMachineReconciler struct {
+	Client client.Client
+	// Packet gives the Packet client for a set of credentials.
+	Packet scope.ClientProvider
+	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
+	// credentialsRef.
+	DefaultAPIKey string
+	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
+	WatchFilterValue string
+
+	// PollMin and PollMax bound how often a provisioning or deprovisioning device is looked at
+	// (defaults 10s and 2m); CreateConfirmWindow is how long an unanswered create may take to
+	// show in Packet's lists (default 2m). Now is the clock they are measured with (time.Now).
+	PollMin, PollMax    time.Duration
+	CreateConfirmWindow time.Duration
+	Now                 func() time.Time
+
+	progress *device.Progress
+}
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	if r.progress == nil {
+		r.progress = device.NewProgress()
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.PacketMachine{}, builder.WithPredicates(changedByOthers())).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Watches(&clusterv1.Machine{},
+			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("PacketMachine"))),
+			builder.WithPredicates(machineSpecChanged()),
+		).
+		Watches(&infrav1.PacketCluster{},
+			handler.EnqueueRequestsFromMapFunc(r.packetClusterToPacketMachines),
+			builder.WithPredicates(packetClusterChanged()),
+		).
+		Watches(&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(r.clusterToPacketMachines),
+			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log)),
+		).
+		Complete(r)
+}
+
+// Reconcile runs Cluster API's canonical preamble, then creates, follows or deletes the device.
+func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	log := ctrl.LoggerFrom(ctx)
+	pm := &infrav1.PacketMachine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pm); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	machine, err := util.GetOwnerMachine(ctx, r.Client, pm.ObjectMeta)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if machine == nil {
+		if !pm.DeletionTimestamp.IsZero() && pm.Spec.ProviderID == "" && pm.Annotations[device.CreateStartedAnnotation] == "" {
+			// Never adopted by a Machine, so no device was ever asked for.
+			return ctrl.Result{}, r.removeFinalizer(ctx, pm)
+		}
+		log.Info("Waiting for the Machine controller to set an OwnerRef on the PacketMachine")
+		return ctrl.Result{}, nil
+	}
+	log = log.WithValues("Machine", klog.KObj(machine))
+	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if err != nil {
+		log.Info("Waiting for the Machine's cluster", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
+	log = log.WithValues("Cluster", klog.KObj(cluster))
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, pm, infrav1.PacketMachineFinalizer); err != nil || added {
+		return ctrl.Result{}, err
+	}
+	// A changed Paused condition is patched into pm in place. Carry on rather than wait for that
+	// patch's event: the controller does not react to its own status writes (see watches).
+	if isPaused, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pm); err != nil || isPaused {
+		return ctrl.Result{}, err
+	}
+	if !cluster.Spec.InfrastructureRef.IsDefined() {
+		log.Info("Waiting for the Cluster to reference its PacketCluster")
+		return ctrl.Result{}, nil
+	}
+	pc := &infrav1.PacketCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, pc); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			log.Info("Waiting for the PacketCluster", "PacketCluster", cluster.Spec.InfrastructureRef.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+
+	creds, credErr := scope.ResolveCredentials(ctx, r.Client, pc, r.DefaultAPIKey)
+	s, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
+		PacketCluster: pc, PacketMachine: pm, Credentials: creds})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := s.Close(ctx); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+	if credErr == nil {
+		s.Packet, credErr = r.Packet.ClientFor(creds.Source, creds.APIKey)
+	}
+	if credErr != nil {
+		var ce *scope.ErrCredentials
+		if !errors.As(credErr, &ce) {
+			credErr = &scope.ErrCredentials{Err: credErr}
+		}
+		return scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, credErr, scope.SlowRetry)
+	}
+
+	if !pm.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.MachineScope) (ctrl.Result, error) {
+	pm := s.PacketMachine
+	// The gates only hold back the create: a device that exists is followed whatever happens
+	// to the cluster or the bootstrap data.
+	if s.DeviceID() == "" {
+		if !ptr.Deref(s.Cluster.Status.Initialization.InfrastructureProvisioned, false) {
+			setDeviceWaiting(pm, infrav1.WaitingForClusterInfrastructureReason, "Waiting for the cluster's infrastructure to be provisioned")
+			return ctrl.Result{}, nil
+		}
+		if s.Machine.Spec.Bootstrap.DataSecretName == nil {
+			setDeviceWaiting(pm, infrav1.WaitingForBootstrapDataReason, "Waiting for the Machine's bootstrap data secret")
+			return ctrl.Result{}, nil
+		}
+	}
+
+	dev, res, err := device.NewService(s, r.deviceOptions()).Reconcile(ctx)
+	if dev == nil || err != nil {
+		return res, err
+	}
+	if res, err := machineip.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
+		return res, err
+	}
+	if res, err := bgpsession.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
+		return res, err
+	}
+	if !conditions.IsTrue(pm, infrav1.ElasticIPAssignedCondition) || !conditions.IsTrue(pm, infrav1.BGPSessionReadyCondition) {
+		return ctrl.Result{}, nil
+	}
+	if !ptr.Deref(pm.Status.Initialization.Provisioned, false) {
+		record.Eventf(pm, "MachineProvisioned", "Device %s is provisioned", dev.ID)
+	}
+	pm.Status.Initialization.Provisioned = ptr.To(true)
+	return ctrl.Result{}, nil
+}
+
+func (r *PacketMachineReconciler) reconcileDelete(ctx context.Context, s *scope.MachineScope) (ctrl.Result, error) {
+	done, res, err := device.NewService(s, r.deviceOptions()).Delete(ctx)
+	if err != nil || !done {
+		return res, err
+	}
+	controllerutil.RemoveFinalizer(s.PacketMachine, infrav1.PacketMachineFinalizer)
+	return ctrl.Result{}, nil
+}
+
+func (r *PacketMachineReconciler) deviceOptions() device.Options {
+	return device.Options{PollMin: r.PollMin, PollMax: r.PollMax, CreateConfirmWindow: r.CreateConfirmWindow,
+		Now: r.Now, Progress: r.progress}
+}
+
+// removeFinalizer drops the finalizer of a PacketMachine that no Machine ever adopted.
+func (r *PacketMachineReconciler) removeFinalizer(ctx context.Context, pm *infrav1.PacketMachine) error {
+	if !controllerutil.ContainsFinalizer(pm, infrav1.PacketMachineFinalizer) {
+		return nil
+	}
+	orig := pm.DeepCopy()
+	controllerutil.RemoveFinalizer(pm, infrav1.PacketMachineFinalizer)
+	return r.Client.Patch(ctx, pm, client.MergeFrom(orig))
+}

@@ -1,0 +1,160 @@
+package controllers
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/external"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
+)
+
+const testPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVzZXIta2V5LWZvci10aGUtbWFjaGluZS10ZXN0cw== user@test"
+
+var _ = Describe("PacketMachine reconciler", func() {
+	AfterEach(func() { sim.ClearFaults() })
+
+	It("creates the device with the exact request, reports it provisioned, and deletes it only once Packet has", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		projectKey := sim.SSHKeys(simProject)[0]
+		bootstrap := "#cloud-config\nwrite_files:\n- path: /etc/x\n  content: \"{ not a template }\"\n"
+		pm := mc.createMachine("w1", machineOpts{bootstrap: bootstrap, spec: infrav1.PacketMachineSpec{
+			BillingCycle: "hourly",
+			Tags:         []string{"team:infra", "env:test"},
+			SSHKeys:      []string{projectKey.ID, testPublicKey},
+			CustomData:   &apiextensionsv1.JSON{Raw: []byte(`{"role":"worker"}`)},
+		}})
+
+		dev := oneDevice(pm)
+		pm = getPM(pm)
+		Expect(dev.Hostname).To(Equal("pm-w1"))
+		Expect(dev.Plan).To(Equal("c3.small.x86"))
+		Expect(dev.OS).To(Equal("ubuntu_24_04"))
+		Expect(dev.Metro).To(Equal("sv"))
+		Expect(dev.BillingCycle).To(Equal("hourly"))
+		Expect(dev.UserData).To(Equal(bootstrap), "user-data without template actions passes byte for byte")
+		Expect(dev.IPXEScriptURL).To(BeEmpty())
+		Expect(dev.CustomData).To(HaveKeyWithValue("role", "worker"))
+		Expect(dev.Tags).To(Equal([]string{
+			infrav1.MachineUIDTag(string(pm.UID)), infrav1.ClusterTag(mc.ns, "c1"), infrav1.RoleTag(false), "team:infra", "env:test",
+		}))
+		// The public key is registered once as a project key, found by fingerprint next time.
+		fp, err := sshkeys.Fingerprint(testPublicKey)
+		Expect(err).NotTo(HaveOccurred())
+		var registered string
+		for _, k := range sim.SSHKeys(simProject) {
+			if k.Fingerprint == fp {
+				registered = k.ID
+			}
+		}
+		Expect(registered).NotTo(BeEmpty())
+		Expect(dev.SSHKeyIDs).To(ConsistOf(projectKey.ID, registered))
+		Expect(pm.Spec.ProviderID).To(Equal("equinixmetal://" + dev.ID))
+
+		isProvisioned(pm)
+		pm = getPM(pm)
+		Expect(pm.Status.InstanceStatus).To(Equal("active"))
+		Expect(pm.Status.FailureDomain).To(HavePrefix("sv"))
+		Expect(pm.Status.Addresses).To(ContainElements(
+			HaveField("Type", clusterv1.MachineExternalIP), HaveField("Type", clusterv1.MachineInternalIP),
+			clusterv1.MachineAddress{Type: clusterv1.MachineHostName, Address: "pm-w1"}))
+		Expect(conditions.IsTrue(pm, clusterv1.ReadyCondition)).To(BeTrue())
+		Expect(conditions.Get(pm, infrav1.ElasticIPAssignedCondition)).To(haveReason(infrav1.NotNeededReason))
+		Expect(conditions.Get(pm, infrav1.BGPSessionReadyCondition)).To(haveReason(infrav1.NotNeededReason))
+		Expect(pm.Annotations).NotTo(HaveKey(device.CreateStartedAnnotation))
+		Eventually(eventReasons(pm), eventually).Should(ContainElements("DeviceCreated", "DeviceActive"))
+
+		By("reading it the way Cluster API's Machine controller does")
+		machine := &clusterv1.Machine{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: mc.ns, Name: "w1"}, machine)).To(Succeed())
+		u, err := external.GetObjectFromContractVersionedRef(ctx, k8sClient, machine.Spec.InfrastructureRef, mc.ns)
+		Expect(err).NotTo(HaveOccurred())
+		provisioned, found, err := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found && provisioned).To(BeTrue())
+		providerID, _, _ := unstructured.NestedString(u.Object, "spec", "providerID")
+		Expect(providerID).To(Equal("equinixmetal://" + dev.ID))
+		ready, err := conditions.UnstructuredGet(u, clusterv1.ReadyCondition)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ready).To(HaveField("Status", BeEquivalentTo("True")))
+
+		By("a second machine with the same public key reuses the registered key")
+		pm2 := mc.createMachine("w2", machineOpts{spec: infrav1.PacketMachineSpec{SSHKeys: []string{testPublicKey}}})
+		Expect(oneDevice(pm2).SSHKeyIDs).To(ConsistOf(registered))
+
+		By("deleting: the PacketMachine stays while the device deprovisions")
+		Expect(k8sClient.Delete(ctx, getPM(pm))).To(Succeed())
+		Eventually(func() string { d, _ := sim.Device(dev.ID); return d.State }, eventually).Should(Equal("deprovisioning"))
+		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), &infrav1.PacketMachine{}) },
+			time.Second).Should(Succeed())
+		deleteAndWait(pm)
+		_, exists := sim.Device(dev.ID)
+		Expect(exists).To(BeFalse())
+		deleteAndWait(pm2)
+	})
+
+	It("passes ignition through, renders CAPP template keys, and reports template errors", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{ExposeAPIKeyInUserData: true})
+		ignition := `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","contents":{"source":"data:,{{ .apiKey }}"}}]}}`
+		pmIgn := mc.createMachine("ign", machineOpts{bootstrap: ignition, format: "ignition", spec: infrav1.PacketMachineSpec{OS: "flatcar_stable"}})
+		Expect(oneDevice(pmIgn).UserData).To(Equal(ignition))
+
+		tmpl := "#cloud-config\nk8s: {{ .kubernetesVersion }}\nendpoint: {{ .controlPlaneEndpoint }}\nkey: {{ .apiKey }}\n"
+		pmCP := mc.createMachine("cp", machineOpts{controlPlane: true, bootstrap: tmpl})
+		endpoint := getPacketCluster(mc.ns, "c1").Spec.ControlPlaneEndpoint.Host
+		Expect(oneDevice(pmCP).UserData).To(Equal("#cloud-config\nk8s: v1.33.1\nendpoint: " + endpoint + "\nkey: " + packetsim.DefaultToken + "\n"))
+
+		pmBad := mc.createMachine("bad", machineOpts{bootstrap: "#cloud-config\nx: {{ v1.instance_id }}\n"})
+		Eventually(machineCondition(pmBad, infrav1.DeviceReadyCondition), eventually).Should(And(
+			haveReason(infrav1.BootstrapDataInvalidReason), HaveField("Message", ContainSubstring(`function "v1" not defined`))))
+		Expect(devicesOf(pmBad)).To(BeEmpty())
+	})
+
+	It("sends ipxe_script_url and always_pxe for custom_ipxe", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pm := mc.createMachine("ipxe", machineOpts{spec: infrav1.PacketMachineSpec{
+			OS: "custom_ipxe", IPXEUrl: "http://boot.example/boot.ipxe", AlwaysPXE: true}})
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), pm)).To(Succeed())
+		Eventually(func() []packetsim.Device { return devicesOf(pm) }, eventually).Should(HaveLen(1))
+		dev := devicesOf(pm)[0]
+		Expect(dev.IPXEScriptURL).To(Equal("http://boot.example/boot.ipxe"))
+		Expect(dev.AlwaysPXE).To(BeTrue())
+	})
+
+	It("places the device in the Machine's failure domain", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pm := mc.createMachine("fd", machineOpts{failureDomain: "sv16"})
+		Expect(oneDevice(pm).Facility).To(Equal("sv16"))
+		isProvisioned(pm)
+		Expect(getPM(pm).Status.FailureDomain).To(Equal("sv16"))
+	})
+
+	It("waits, with a reason, for the cluster's infrastructure and the bootstrap data", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		mc.setInfrastructureProvisioned(false)
+		pm := mc.createMachine("wait", machineOpts{noBootstrap: true})
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(haveReason(infrav1.WaitingForClusterInfrastructureReason))
+
+		mc.setInfrastructureProvisioned(true)
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(haveReason(infrav1.WaitingForBootstrapDataReason))
+		Expect(devicesOf(pm)).To(BeEmpty())
+
+		machine := &clusterv1.Machine{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: mc.ns, Name: "wait"}, machine)).To(Succeed())
+		base := machine.DeepCopy()
+		machine.Spec.Bootstrap.DataSecretName = ptrTo("wait-bootstrap")
+		Expect(k8sClient.Patch(ctx, machine, client.MergeFrom(base))).To(Succeed())
+		oneDevice(pm)
+	})
+})
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
+	"sigs.k8s.io/cluster-api/util/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/capacity"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachinetemplates,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachinetemplates/status,verbs=get;update;patch
+
+// PacketMachineTemplateReconciler tells the cluster autoscaler what a machine of a template
+// offers (status.capacity and status.nodeInfo), so that it can scale a node group up from zero.
+type PacketMachineTemplateReconciler struct {
+	Client client.Client
+	// Packet gives the Packet client for a set of credentials.
+	Packet scope.ClientProvider
+	// DefaultAPIKey is the manager's own Packet API key.
+	DefaultAPIKey string
+	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
+	WatchFilterValue string
+}
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *PacketMachineTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	return ctrl.NewControllerManagedBy(mgr).
+		// The plan catalogue is read when the template appears, when its spec changes, and when
+		// it gets its cluster (owner reference or label) — not on every resync.
+		For(&infrav1.PacketMachineTemplate{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.GetGeneration() != n.GetGeneration() || !reflect.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+				!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) ||
+				annotations.HasPaused(o) != annotations.HasPaused(n)
+		}})).
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Complete(r)
+}
+
+// Reconcile fills the template's status from the plan of its machines.
+func (r *PacketMachineTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	pmt := &infrav1.PacketMachineTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pmt); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pmt.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	// The project and the credentials are the cluster's, so a template must belong to one.
+	cluster, err := r.clusterOf(ctx, pmt)
+	if err != nil || cluster == nil {
+		log.V(4).Info("Waiting for the template to belong to a cluster")
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log = log.WithValues("Cluster", klog.KObj(cluster))
+	if annotations.IsPaused(cluster, pmt) || !cluster.Spec.InfrastructureRef.IsDefined() {
+		return ctrl.Result{}, nil
+	}
+	pc := &infrav1.PacketCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, pc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	creds, err := scope.ResolveCredentials(ctx, r.Client, pc, r.DefaultAPIKey)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil //nolint:nilerr // the PacketCluster reports its credentials.
+	}
+	pclient, err := r.Packet.ClientFor(creds.Source, creds.APIKey)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	plan := pmt.Spec.Template.Spec.MachineType
+	list, info, err := capacity.ForPlan(ctx, pclient, pc.Spec.ProjectID, plan)
+	var unknown *capacity.ErrUnknownPlan
+	if errors.As(err, &unknown) {
+		record.Warnf(pmt, "UnknownPlan", "%s; the autoscaler cannot scale this template from zero", err)
+		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if reflect.DeepEqual(pmt.Status.Capacity, list) && pmt.Status.NodeInfo == info {
+		return ctrl.Result{}, nil
+	}
+	helper, err := patch.NewHelper(pmt, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pmt.Status.Capacity, pmt.Status.NodeInfo = list, info
+	log.V(2).Info("Setting the template's capacity", "plan", plan)
+	return ctrl.Result{}, helper.Patch(ctx, pmt)
+}
+
+// clusterOf returns the template's cluster: its owner Cluster (Cluster API sets it on the
+// templates a cluster uses), else the cluster named by its cluster-name label.
+func (r *PacketMachineTemplateReconciler) clusterOf(ctx context.Context, pmt *infrav1.PacketMachineTemplate) (*clusterv1.Cluster, error) {
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, pmt.ObjectMeta)
+	if err != nil || cluster != nil {
+		return cluster, err
+	}
+	if name := pmt.Labels[clusterv1.ClusterNameLabel]; name != "" {
+		cluster = &clusterv1.Cluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pmt.Namespace, Name: name}, cluster); err != nil {
+			return nil, err
+		}
+		return cluster, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,115 @@
+package device
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+)
+
+// Delete deletes the machine's device and reports done only once Packet answers 404 for it, so
+// that its hardware reservation and IP assignments are free when the PacketMachine is gone.
+// A device in any state is deleted, failed ones included. Without a recorded device ID the
+// device is looked up by its tags first.
+func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error) {
+	pm := s.scope.PacketMachine
+	id := s.scope.DeviceID()
+	if id == "" {
+		found, res, err := s.adoptForDeletion(ctx)
+		if !found {
+			return err == nil && res.IsZero(), res, err
+		}
+		id = s.scope.DeviceID()
+	}
+	s.setCondition(metav1.ConditionFalse, clusterv1.DeletingReason, fmt.Sprintf("Deleting device %s", id))
+
+	requestedAt, requested := s.annotationTime(DeleteRequestedAnnotation)
+	if requested {
+		dev, err := s.scope.Packet.GetDevice(ctx, id)
+		if packet.IsNotFound(err) {
+			s.gone(id)
+			return true, ctrl.Result{}, nil
+		}
+		if err != nil {
+			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			return false, res, err
+		}
+		pm.Status.InstanceStatus = dev.State
+		if dev.State == packet.DeviceStateDeprovisioning {
+			scope.MarkAPIAvailable(pm)
+			return false, ctrl.Result{RequeueAfter: deletionPoll(s.opts.Now().Sub(requestedAt), s.opts.PollMin, s.opts.PollMax)}, nil
+		}
+		// Still there and not being deleted: the request did not take. Ask again.
+	}
+
+	if err := s.scope.Packet.DeleteDevice(ctx, id); err != nil {
+		// A locked device, for example, is refused with the reason in the message.
+		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		return false, res, err
+	}
+	scope.MarkAPIAvailable(pm)
+	if !requested {
+		record.Eventf(pm, "DeviceDeleting", "Deleting device %s", id)
+	}
+	s.setAnnotationTime(DeleteRequestedAnnotation, s.opts.Now())
+	return false, ctrl.Result{RequeueAfter: s.opts.PollMin}, nil
+}
+
+// adoptForDeletion finds the device of a machine that has no device ID recorded. It records the
+// oldest in spec.providerID, so deletion then follows it by ID, and deletes any duplicates
+// straight away. found is false when there is nothing (yet) to delete.
+func (s *Service) adoptForDeletion(ctx context.Context) (found bool, _ ctrl.Result, _ error) {
+	pm := s.scope.PacketMachine
+	devices, err := s.scope.Packet.FindDevicesByTags(ctx, s.scope.ProjectID(), s.scope.IdentityTags()...)
+	if err != nil {
+		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		return false, res, err
+	}
+	if len(devices) == 0 {
+		if wait := s.createInFlight(); wait > 0 {
+			// A create whose answer was lost may still appear; deleting the PacketMachine now
+			// would leak that device.
+			s.setCondition(metav1.ConditionFalse, clusterv1.DeletingReason,
+				"Waiting for an unanswered device create to show in Packet's lists before deleting")
+			return false, ctrl.Result{RequeueAfter: min(s.opts.PollMin, wait)}, nil
+		}
+		return false, ctrl.Result{}, nil
+	}
+	oldest := 0
+	for i := range devices {
+		if devices[i].CreatedAt.Before(devices[oldest].CreatedAt) {
+			oldest = i
+		}
+	}
+	for i := range devices {
+		if i == oldest || devices[i].State == packet.DeviceStateDeprovisioning {
+			continue
+		}
+		if err := s.scope.Packet.DeleteDevice(ctx, devices[i].ID); err != nil {
+			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			return false, res, err
+		}
+		record.Warnf(pm, "DuplicateDevices", "Deleted device %s, a duplicate of %s tagged for this machine", devices[i].ID, devices[oldest].ID)
+	}
+	if err := s.record(ctx, &devices[oldest]); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	return true, ctrl.Result{}, nil
+}
+
+// gone records that Packet no longer has the device.
+func (s *Service) gone(id string) {
+	pm := s.scope.PacketMachine
+	scope.MarkAPIAvailable(pm)
+	s.opts.Progress.Forget(id)
+	pm.Status.InstanceStatus = ""
+	s.removeAnnotation(DeleteRequestedAnnotation)
+	record.Eventf(pm, "DeviceDeleted", "Device %s is deleted", id)
+}

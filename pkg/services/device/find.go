@@ -1,0 +1,224 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+)
+
+// Reconcile makes sure the machine has exactly one device and reports its state. It returns the
+// device once it is active; before that it returns nil and when to look again.
+//
+// The order is what keeps a machine at one device:
+//  1. a device recorded in spec.providerID is read by ID and never replaced;
+//  2. otherwise the project's devices carrying the machine's identity tags are adopted;
+//  3. otherwise, unless a create whose answer was lost may still show up, one is created.
+func (s *Service) Reconcile(ctx context.Context) (*packet.Device, ctrl.Result, error) {
+	dev, res, err := s.findOrCreate(ctx)
+	if dev == nil || err != nil {
+		return nil, res, err
+	}
+	return s.observe(dev)
+}
+
+func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result, error) {
+	pm := s.scope.PacketMachine
+	if id := s.scope.DeviceID(); id != "" {
+		dev, err := s.scope.Packet.GetDevice(ctx, id)
+		if packet.IsNotFound(err) {
+			// The device existed (its ID was recorded) and is gone: deleted out of band. A new
+			// one would be a different machine to Cluster API; remediation replaces the Machine.
+			scope.MarkAPIAvailable(pm)
+			pm.Status.InstanceStatus = ""
+			s.opts.Progress.Forget(id)
+			s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotFoundReason,
+				fmt.Sprintf("Device %s no longer exists in Packet; delete the Machine to replace it", id))
+			return nil, ctrl.Result{}, nil
+		}
+		if err != nil {
+			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			return nil, res, err
+		}
+		return dev, ctrl.Result{}, nil
+	}
+
+	dev, err := s.findByTags(ctx)
+	if err != nil {
+		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		return nil, res, err
+	}
+	if dev != nil {
+		if err := s.record(ctx, dev); err != nil {
+			return nil, ctrl.Result{}, err
+		}
+		record.Eventf(pm, "DeviceAdopted", "Adopted device %s found by the machine's tags", dev.ID)
+		return dev, ctrl.Result{}, nil
+	}
+	if wait := s.createInFlight(); wait > 0 {
+		scope.MarkAPIAvailable(pm)
+		s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisioningReason, fmt.Sprintf(
+			"A device create got no answer; waiting up to %s for the device to show in Packet's lists before creating one",
+			wait.Round(time.Second)))
+		return nil, ctrl.Result{RequeueAfter: min(s.opts.PollMin, wait)}, nil
+	}
+	if c := conditions.Get(pm, infrav1.DeviceReadyCondition); c != nil && c.Reason == infrav1.InvalidRequestReason &&
+		c.ObservedGeneration == pm.Generation {
+		// Packet refused this very spec; sending it again would be refused again.
+		return nil, ctrl.Result{}, nil
+	}
+	return s.create(ctx)
+}
+
+// findByTags returns the machine's device if Packet has one, looking through every page of the
+// project's devices. Devices being deprovisioned are not the machine's any more. Should there be
+// more than one, the oldest is adopted and the user told: the provider never deletes a device it
+// did not record, and never adds a third.
+func (s *Service) findByTags(ctx context.Context) (*packet.Device, error) {
+	devices, err := s.scope.Packet.FindDevicesByTags(ctx, s.scope.ProjectID(), s.scope.IdentityTags()...)
+	if err != nil {
+		return nil, err
+	}
+	live := devices[:0]
+	for _, d := range devices {
+		if d.State != packet.DeviceStateDeprovisioning {
+			live = append(live, d)
+		}
+	}
+	if len(live) == 0 {
+		return nil, nil
+	}
+	sort.SliceStable(live, func(i, j int) bool {
+		if !live[i].CreatedAt.Equal(live[j].CreatedAt) {
+			return live[i].CreatedAt.Before(live[j].CreatedAt)
+		}
+		return live[i].ID < live[j].ID
+	})
+	if len(live) > 1 {
+		ids := make([]string, 0, len(live))
+		for _, d := range live {
+			ids = append(ids, d.ID)
+		}
+		record.Warnf(s.scope.PacketMachine, "DuplicateDevices",
+			"Packet has %d devices tagged for this machine (%v); adopting the oldest, %s. Delete the others by hand", len(live), ids, live[0].ID)
+	}
+	return &live[0], nil
+}
+
+// record writes the device ID to spec.providerID at once: from here on the device is found by
+// ID, whatever fails next.
+func (s *Service) record(ctx context.Context, dev *packet.Device) error {
+	s.scope.SetDeviceID(dev.ID)
+	s.removeAnnotation(CreateStartedAnnotation)
+	return s.scope.PatchNow(ctx)
+}
+
+// createInFlight returns how much longer an unanswered create may take to show in lists.
+func (s *Service) createInFlight() time.Duration {
+	started, ok := s.annotationTime(CreateStartedAnnotation)
+	if !ok {
+		return 0
+	}
+	return max(0, started.Add(s.opts.CreateConfirmWindow).Sub(s.opts.Now()))
+}
+
+// create sends the create request, trying each hardware reservation in turn.
+func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, error) {
+	pm := s.scope.PacketMachine
+	req, res, err := s.buildRequest(ctx)
+	if req == nil {
+		return nil, res, err
+	}
+	reservations, nextAvailable, err := infrav1.ParseHardwareReservationIDs(pm.Spec.HardwareReservationID)
+	if err != nil {
+		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason, "spec.hardwareReservationID: "+err.Error())
+		return nil, ctrl.Result{}, nil
+	}
+	candidates := reservations
+	switch {
+	case nextAvailable:
+		candidates = []string{infrav1.NextAvailableHardwareReservation}
+	case len(candidates) == 0:
+		candidates = []string{""}
+	}
+
+	// Written before the request: if its answer is lost, or the manager dies before reading it,
+	// the next reconcile knows a device may exist that lists do not show yet.
+	s.setAnnotationTime(CreateStartedAnnotation, s.opts.Now())
+	if err := s.scope.PatchNow(ctx); err != nil {
+		return nil, ctrl.Result{}, err
+	}
+
+	var lastErr error
+	for _, hr := range candidates {
+		req.HardwareReservationID = hr
+		dev, err := s.scope.Packet.CreateDevice(ctx, *req)
+		if err == nil {
+			if err := s.record(ctx, dev); err != nil {
+				// The device exists; the next reconcile adopts it by its tags.
+				return nil, ctrl.Result{}, err
+			}
+			record.Eventf(pm, "DeviceCreated", "Created device %s (%s, %s)", dev.ID, req.Plan, locationOf(req))
+			return dev, ctrl.Result{}, nil
+		}
+		lastErr = err
+		kind := packet.KindOf(err)
+		if !refused(kind) {
+			// A timeout, a 5xx, a cut-off answer, a cancelled context: Packet may have created
+			// the device anyway. Never send a second create from here; the next reconcile looks
+			// the device up, and waits for slow lists.
+			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			return nil, res, err
+		}
+		if hr == "" || (kind != packet.KindCapacity && kind != packet.KindNotFound) {
+			break
+		}
+		// This reservation is taken, still being wiped, or not ours: try the next one.
+	}
+
+	// Packet refused every request, so no device was created and there is nothing to wait for.
+	s.removeAnnotation(CreateStartedAnnotation)
+	if kind := packet.KindOf(lastErr); req.HardwareReservationID != "" && (kind == packet.KindCapacity || kind == packet.KindNotFound) {
+		scope.MarkAPIAvailable(pm)
+		s.setCondition(metav1.ConditionFalse, infrav1.HardwareReservationUnavailableReason,
+			fmt.Sprintf("No hardware reservation of %q can take the device now: %v", pm.Spec.HardwareReservationID, apiMessage(lastErr)))
+		// An error, so the workqueue backs off: reservations free up in minutes, not seconds.
+		return nil, ctrl.Result{}, lastErr
+	}
+	res, err = scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, lastErr, 0)
+	return nil, res, err
+}
+
+// refused reports whether an error of this kind means Packet did not create the device.
+func refused(kind packet.ErrorKind) bool {
+	switch kind {
+	case packet.KindInvalid, packet.KindNotFound, packet.KindCapacity, packet.KindRateLimited, packet.KindUnauthorized:
+		return true
+	}
+	return false
+}
+
+func locationOf(req *packet.CreateDeviceRequest) string {
+	if req.Metro != "" {
+		return "metro " + req.Metro
+	}
+	return "facility " + req.Facility
+}
+
+func apiMessage(err error) string {
+	var e *packet.Error
+	if errors.As(err, &e) {
+		return e.Message()
+	}
+	return err.Error()
+}

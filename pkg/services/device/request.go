@@ -1,0 +1,106 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/userdata"
+)
+
+// CustomIPXEOS is the operating system that boots from ipxeURL.
+const CustomIPXEOS = "custom_ipxe"
+
+// defaultBillingCycle is what Packet itself assumes.
+const defaultBillingCycle = "hourly"
+
+// buildRequest assembles the create request. When something the request needs is missing or
+// wrong it sets DeviceReady, and returns a nil request with when to try again.
+func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest, ctrl.Result, error) {
+	sc := s.scope
+	pm, spec := sc.PacketMachine, sc.PacketMachine.Spec
+
+	data, format, err := sc.BootstrapData(ctx)
+	if err != nil {
+		// The Secret is not watched; look again soon.
+		s.setCondition(metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, err.Error())
+		return nil, ctrl.Result{}, err
+	}
+	values := userdata.Values{
+		KubernetesVersion:    sc.Machine.Spec.Version,
+		ControlPlaneEndpoint: sc.PacketCluster.Spec.ControlPlaneEndpoint.Host,
+	}
+	// The previous provider gave control planes the API key; now only clusters that ask for it.
+	if sc.PacketCluster.Spec.ExposeAPIKeyInUserData && sc.IsControlPlane() {
+		values.APIKey = sc.Credentials.APIKey
+	}
+	userData, err := userdata.Render(data, format, values)
+	if err != nil {
+		// The bootstrap Secret is not watched; it may be fixed without the PacketMachine changing.
+		s.setCondition(metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
+		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+	}
+
+	if spec.IPXEUrl != "" && spec.OS != CustomIPXEOS {
+		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason,
+			fmt.Sprintf("spec.ipxeURL is only used with os %q, not %q", CustomIPXEOS, spec.OS))
+		return nil, ctrl.Result{}, nil
+	}
+
+	keyLabel := fmt.Sprintf("cluster-api-provider-packet %s/%s", sc.Cluster.Namespace, sc.Cluster.Name)
+	keyIDs, err := sshkeys.Resolve(ctx, sc.Packet, sc.ProjectID(), keyLabel, spec.SSHKeys)
+	if err != nil {
+		var apiErr *packet.Error
+		if errors.As(err, &apiErr) {
+			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, 0)
+			return nil, res, err
+		}
+		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason, err.Error())
+		return nil, ctrl.Result{}, nil
+	}
+
+	metro, facility := sc.Location()
+	req := &packet.CreateDeviceRequest{
+		ProjectID:        sc.ProjectID(),
+		Hostname:         Hostname(pm.Name),
+		Plan:             spec.MachineType,
+		OS:               spec.OS,
+		BillingCycle:     spec.BillingCycle,
+		Metro:            metro,
+		Facility:         facility,
+		UserData:         userData,
+		Tags:             deviceTags(sc.IdentityTags(), spec.Tags),
+		AlwaysPXE:        spec.AlwaysPXE,
+		ProjectSSHKeyIDs: keyIDs,
+	}
+	if req.BillingCycle == "" {
+		req.BillingCycle = defaultBillingCycle
+	}
+	if spec.OS == CustomIPXEOS {
+		req.IPXEScriptURL = spec.IPXEUrl
+	}
+	if spec.CustomData != nil && len(spec.CustomData.Raw) > 0 {
+		req.CustomData = string(spec.CustomData.Raw)
+	}
+	return req, ctrl.Result{}, nil
+}
+
+// deviceTags are the identity tags followed by the user's tags, without repeats.
+func deviceTags(identity, user []string) []string {
+	tags := make([]string, 0, len(identity)+len(user))
+	seen := map[string]bool{}
+	for _, t := range append(append([]string{}, identity...), user...) {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			tags = append(tags, t)
+		}
+	}
+	return tags
+}

@@ -1,0 +1,110 @@
+// Package device creates or adopts the Packet device behind a PacketMachine, follows it through
+// provisioning, and deletes it. It owns the DeviceReady condition.
+//
+// Creating a second device for one machine is the failure this package exists to prevent. The
+// device is found again by its identity tags before every create, the intent to create is
+// written to the PacketMachine before the request is sent, and the device ID is written right
+// after; see find.go.
+package device
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/record"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+)
+
+// Annotations the service keeps its own bookkeeping in. They live on the PacketMachine, not in
+// memory, so that a restarted manager knows what the previous one was doing.
+const (
+	// CreateStartedAnnotation holds when a create request was sent whose device is not recorded
+	// in spec.providerID yet. Lists may show a new device late, so while it is recent an empty
+	// lookup does not mean "no device".
+	CreateStartedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-started"
+	// DeleteRequestedAnnotation holds when the device's deletion was requested.
+	DeleteRequestedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-delete-requested"
+)
+
+// Options tune the service; the zero value of each field means its default.
+type Options struct {
+	// PollMin and PollMax bound the interval between two looks at a device that is provisioning
+	// or deprovisioning. Default 10s and 2m.
+	PollMin, PollMax time.Duration
+	// CreateConfirmWindow is how long a create whose answer was lost may take to show in
+	// Packet's device lists before it is sent again. Default 2m.
+	CreateConfirmWindow time.Duration
+	// Now is the clock poll intervals and the bookkeeping annotations are computed with.
+	Now func() time.Time
+	// Progress remembers provisioning progress between reconciles; nil keeps none.
+	Progress *Progress
+}
+
+func (o Options) withDefaults() Options {
+	if o.PollMin <= 0 {
+		o.PollMin = 10 * time.Second
+	}
+	if o.PollMax < o.PollMin {
+		o.PollMax = max(2*time.Minute, o.PollMin)
+	}
+	if o.CreateConfirmWindow <= 0 {
+		o.CreateConfirmWindow = 2 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Service manages the device of one PacketMachine.
+type Service struct {
+	scope *scope.MachineScope
+	opts  Options
+}
+
+// NewService returns the device service for a machine.
+func NewService(s *scope.MachineScope, opts Options) *Service {
+	return &Service{scope: s, opts: opts.withDefaults()}
+}
+
+// setCondition sets DeviceReady. A change of reason to a failure reason is announced with a
+// Warning event, so users see transitions rather than one event per reconcile.
+func (s *Service) setCondition(status metav1.ConditionStatus, reason, message string) {
+	pm := s.scope.PacketMachine
+	prev := conditions.Get(pm, infrav1.DeviceReadyCondition)
+	if warningReasons[reason] && (prev == nil || prev.Reason != reason) {
+		record.Warnf(pm, reason, "%s", message)
+	}
+	conditions.Set(pm, metav1.Condition{Type: infrav1.DeviceReadyCondition, Status: status, Reason: reason, Message: message})
+}
+
+var warningReasons = map[string]bool{
+	infrav1.DeviceProvisionFailedReason:          true,
+	infrav1.DeviceNotFoundReason:                 true,
+	infrav1.BootstrapDataInvalidReason:           true,
+	infrav1.HardwareReservationUnavailableReason: true,
+	infrav1.InvalidRequestReason:                 true,
+}
+
+// annotationTime reads one of the bookkeeping annotations.
+func (s *Service) annotationTime(key string) (time.Time, bool) {
+	v, ok := s.scope.PacketMachine.Annotations[key]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t, err == nil
+}
+
+func (s *Service) setAnnotationTime(key string, t time.Time) {
+	pm := s.scope.PacketMachine
+	if pm.Annotations == nil {
+		pm.Annotations = map[string]string{}
+	}
+	pm.Annotations[key] = t.UTC().Format(time.RFC3339Nano)
+}
+
+func (s *Service) removeAnnotation(key string) { delete(s.scope.PacketMachine.Annotations, key) }

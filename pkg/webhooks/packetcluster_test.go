@@ -98,6 +98,9 @@ func TestPacketClusterValidateCreate(t *testing.T) {
 		{name: "endpoint DNS name", spec: func(s *infrav1.PacketClusterSpec) {
 			s.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "api.example.com", Port: 443}
 		}},
+		{name: "endpoint DNS name in upper case", spec: func(s *infrav1.PacketClusterSpec) {
+			s.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "API.Example.com", Port: 443}
+		}},
 		{name: "endpoint host with scheme", spec: func(s *infrav1.PacketClusterSpec) {
 			s.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "https://api.example.com", Port: 443}
 		}, want: want{"spec.controlPlaneEndpoint.host", "must be an IP address or a DNS name"}},

@@ -112,7 +112,7 @@ func validateEndpoint(ep clusterv1.APIEndpoint, path *field.Path) field.ErrorLis
 		errs = append(errs, field.Required(path.Child("host"),
 			"a port needs a host: set host to the address of your own load balancer, or remove the port and let the controller reserve an elastic IP"))
 	case ep.Host != "" && net.ParseIP(ep.Host) == nil:
-		if msgs := validation.IsDNS1123Subdomain(ep.Host); len(msgs) > 0 {
+		if msgs := validation.IsDNS1123Subdomain(strings.ToLower(ep.Host)); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(path.Child("host"), ep.Host,
 				"must be an IP address or a DNS name without scheme or port (for example 203.0.113.10 or api.example.com): "+strings.Join(msgs, "; ")))
 		}

@@ -5,8 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/external"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -58,7 +58,7 @@ var _ = Describe("PacketMachine reconciler", func() {
 		}
 		Expect(registered).NotTo(BeEmpty())
 		Expect(dev.SSHKeyIDs).To(ConsistOf(projectKey.ID, registered))
-		Expect(pm.Spec.ProviderID).To(Equal("equinixmetal://" + dev.ID))
+		Eventually(func() string { return getPM(pm).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + dev.ID))
 
 		isProvisioned(pm)
 		pm = getPM(pm)

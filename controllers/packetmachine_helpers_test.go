@@ -121,8 +121,8 @@ func (mc *machineCluster) createMachine(name string, o machineOpts) *infrav1.Pac
 	machine := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mc.ns, Labels: labels},
 		Spec: clusterv1.MachineSpec{
-			ClusterName: mc.name,
-			Version:     "v1.33.1",
+			ClusterName:   mc.name,
+			Version:       "v1.33.1",
 			Bootstrap:     clusterv1.Bootstrap{DataSecretName: ptr.To(secretName)},
 			FailureDomain: o.failureDomain,
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{

@@ -119,7 +119,7 @@ var _ = Describe("PacketMachine reconciler, hardware reservations", func() {
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultHWExhausted, Count: 2})
 		pm3 := mc.createMachine("hw3", machineOpts{spec: infrav1.PacketMachineSpec{HardwareReservationID: "next-available", Metro: "da"}})
 		Expect(oneDevice(pm3).HardwareReservationID).To(Equal(hwA003))
-		Expect(deviceCreates() - creates).To(Equal(3), "two refused, then one created")
+		Expect(deviceCreates()-creates).To(Equal(3), "two refused, then one created")
 		Eventually(eventReasons(pm3), eventually).Should(ContainElement(infrav1.HardwareReservationUnavailableReason))
 		isProvisioned(pm3)
 		Expect(getPM(pm3).Status.HardwareReservationID).To(Equal(hwA003))

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -240,11 +239,3 @@ func (mc *machineCluster) setInfrastructureProvisioned(v bool) {
 
 // deviceCreates counts the create calls the simulator has seen.
 func deviceCreates() int { return apiCalls("POST /projects/{id}/devices") }
-
-func describeDevices(devs []packetsim.Device) string {
-	s := ""
-	for _, d := range devs {
-		s += fmt.Sprintf("%s(%s) ", d.ID, d.State)
-	}
-	return s
-}

@@ -59,7 +59,8 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 		record.Eventf(pm, "DeviceDeleting", "Deleting device %s", id)
 	}
 	s.setAnnotationTime(DeleteRequestedAnnotation, s.opts.Now())
-	return false, ctrl.Result{RequeueAfter: s.opts.PollMin}, nil
+	// Deprovisioning takes tens of seconds at least; the first look waits for that.
+	return false, ctrl.Result{RequeueAfter: min(3*s.opts.PollMin, s.opts.PollMax)}, nil
 }
 
 // adoptForDeletion finds the device of a machine that has no device ID recorded. It records the

@@ -142,7 +142,7 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 	reservations, nextAvailable, err := infrav1.ParseHardwareReservationIDs(pm.Spec.HardwareReservationID)
 	if err != nil {
 		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason, "spec.hardwareReservationID: "+err.Error())
-		return nil, ctrl.Result{}, nil
+		return nil, ctrl.Result{}, nil //nolint:nilerr // reported in DeviceReady; only a spec change can help.
 	}
 	candidates := reservations
 	switch {

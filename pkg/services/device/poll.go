@@ -35,7 +35,10 @@ func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {
 // counts the time spent queued, so that estimate only ever shortens the interval.
 func pollInterval(elapsed time.Duration, pct, rate float64, lo, hi time.Duration) time.Duration {
 	interval := clamp(2*elapsed, lo, hi)
-	if pct <= 0 || pct >= 100 {
+	switch {
+	case pct >= 100:
+		return lo // done by Packet's count, only the state is still to change
+	case pct <= 0:
 		return interval
 	}
 	measured := rate > 0

@@ -215,25 +215,34 @@ func (s *Sandbox) writeClusterctlConfig() error {
 	return writeFile(s.ClusterctlConfig, append([]byte(header), data...), 0o644)
 }
 
-// Clusterctl runs clusterctl with the sandbox's configuration and environment and returns its
-// combined output.
+// Clusterctl runs clusterctl with the sandbox's configuration and environment and returns what
+// it wrote to stdout; the error includes what it wrote to stderr.
 func (s *Sandbox) Clusterctl(ctx context.Context, args ...string) ([]byte, error) {
+	stdout, stderr, err := s.clusterctl(ctx, args...)
+	if err != nil {
+		return stdout, fmt.Errorf("%w: %s", err, strings.TrimSpace(string(stderr)))
+	}
+	return stdout, nil
+}
+
+func (s *Sandbox) clusterctl(ctx context.Context, args ...string) (stdout, stderr []byte, err error) {
 	args = append(args, "--config", s.ClusterctlConfig)
 	cmd := exec.CommandContext(ctx, s.cfg.Clusterctl, args...)
 	cmd.Env = append(os.Environ(), s.ClusterctlEnv...)
 	cmd.Dir = s.cfg.RepoRoot
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return out, fmt.Errorf("clusterctl %s: %w", strings.Join(args, " "), err)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), errb.Bytes(), fmt.Errorf("clusterctl %s: %w", strings.Join(args, " "), err)
 	}
-	return out, nil
+	return out.Bytes(), errb.Bytes(), nil
 }
 
 func (s *Sandbox) clusterctlInit(ctx context.Context) error {
 	s.cfg.Log("Running clusterctl init --infrastructure packet (local repositories in %s)", filepath.Dir(s.ClusterctlConfig))
 	logFile := filepath.Join(s.cfg.StateDir, "logs", "clusterctl-init.log")
-	out, err := s.Clusterctl(ctx, "init", "--infrastructure", "packet", "--kubeconfig", s.Kubeconfig, "-v", "2")
-	_ = os.WriteFile(logFile, out, 0o644)
+	stdout, stderr, err := s.clusterctl(ctx, "init", "--infrastructure", "packet", "--kubeconfig", s.Kubeconfig, "-v", "2")
+	_ = os.WriteFile(logFile, append(stderr, stdout...), 0o644)
 	if err != nil {
 		msg := fmt.Sprintf("%v; last lines of %s:", err, logFile)
 		for _, l := range Tail(logFile, 15) {

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/sandbox"
+)
+
+var (
+	sb        *sandbox.Sandbox
+	sim       *SimClient
+	k8s       client.Client
+	artifacts string
+	// sshKey is the public key the suite's clusters get: the provider registers it as a project
+	// SSH key labelled with the cluster, so the leak check can see it.
+	sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyForTheCappE2eSuiteOnlyNotRealAAAAAAAA e2e@capp"
+)
+
+func TestE2E(t *testing.T) {
+	if os.Getenv("PACKET_E2E") == "" {
+		t.Skip("the e2e suite runs through `make test-e2e`, which builds the sandbox's binaries and sets PACKET_E2E")
+	}
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyPollingInterval(time.Second)
+	SetDefaultEventuallyTimeout(3 * time.Minute)
+	RunSpecs(t, "Cluster API Provider Packet e2e (sandbox)")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	root := repoRoot()
+	artifacts = envOr("E2E_ARTIFACTS", filepath.Join(root, "_artifacts"))
+	cfg := sandbox.DefaultConfig(root)
+	cfg.StateDir = filepath.Join(artifacts, "sandbox")
+	// A fresh management plane every run: no state from an earlier run leaks into this one.
+	Expect(os.RemoveAll(cfg.StateDir)).To(Succeed())
+	_, err := fmt.Sscan(envOr("E2E_PORT_BASE", "17400"), &cfg.PortBase)
+	Expect(err).NotTo(HaveOccurred())
+	cfg.SimTiming = envOr("E2E_SIM_TIMING", "fast")
+	if v := os.Getenv("SANDBOX_PROVIDER_COMPONENTS"); v != "" {
+		cfg.ProviderComponents = v
+	}
+	// Quicker requeues than the defaults keep the suite short; the behaviour is the same.
+	cfg.ExtraManagerArgs = []string{"--sync-period=1m"}
+	cfg.Log = func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) }
+	sb, err = sandbox.New(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	start := time.Now()
+	err = sb.Start(context.WithoutCancel(ctx))
+	if err != nil {
+		dumpComponentLogs(filepath.Join(artifacts, "suite-setup"))
+	}
+	Expect(err).NotTo(HaveOccurred())
+	fmt.Fprintf(GinkgoWriter, "Sandbox ready in %s (state in %s)\n", time.Since(start).Round(100*time.Millisecond), cfg.StateDir)
+	k8s = sb.Client
+	sim = &SimClient{BaseURL: sb.SimURL, Token: sandbox.SimToken, ProjectID: sandbox.SimProjectID}
+}, NodeTimeout(5*time.Minute))
+
+var _ = AfterSuite(func() {
+	if sb == nil {
+		return
+	}
+	var pids []int
+	for _, c := range sb.Components {
+		pids = append(pids, c.Pid())
+	}
+	sb.Stop()
+	// Nothing the sandbox started may be left running.
+	for i, pid := range pids {
+		Expect(sandbox.Alive(pid)).To(BeFalse(), "%s (pid %d) is still running after Stop", sb.Components[i].Name, pid)
+	}
+})
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/sandbox"
+)
+
+var _ = Describe("Pause", func() {
+	It("makes no Packet API call for a paused Cluster", func(ctx SpecContext) {
+		ns := testNamespace(ctx, "pause")
+		const cluster = "paused"
+		newCluster(ctx, ns, cluster)
+		waitClusterProvisioned(ctx, ns, cluster)
+		newMachine(ctx, ns, cluster, machineName(0))
+		expectMachinesAndDevices(ctx, ns, 1, 2*time.Minute)
+
+		By("pausing the Cluster and waiting for the provider to report Paused")
+		c := &clusterv1.Cluster{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c)).To(Succeed())
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.Paused = ptr.To(true)
+		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			pc := &infrav1.PacketCluster{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, pc)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(pc.Status.Conditions, clusterv1.PausedCondition)).To(BeTrue(), "PacketCluster Paused")
+			pm := &infrav1.PacketMachine{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: machineName(0)}, pm)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(pm.Status.Conditions, clusterv1.PausedCondition)).To(BeTrue(), "PacketMachine Paused")
+		}).WithContext(ctx).Should(Succeed())
+		time.Sleep(2 * time.Second) // let reconciles that started before the pause finish
+		calls, err := sim.ProviderCalls(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("changing the paused cluster: a new Machine, a changed PacketCluster")
+		newMachine(ctx, ns, cluster, machineName(1))
+		pc := &infrav1.PacketCluster{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, pc)).To(Succeed())
+		pcPatch := client.MergeFrom(pc.DeepCopy())
+		pc.Annotations = map[string]string{"e2e.capp/touched": time.Now().Format(time.RFC3339)}
+		Expect(k8s.Patch(ctx, pc, pcPatch)).To(Succeed())
+
+		By("the simulator's counters do not move")
+		Consistently(func(g Gomega) {
+			now, err := sim.ProviderCalls(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(now).To(Equal(calls), "Packet API calls by the provider while the Cluster is paused")
+		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+		Consistently(func(g Gomega) { g.Expect(devicesOf(ctx, g, ns)).To(HaveLen(1)) }).
+			WithContext(ctx).WithTimeout(2 * time.Second).Should(Succeed())
+
+		By("unpausing: the new Machine gets its device")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c)).To(Succeed())
+		patch = client.MergeFrom(c.DeepCopy())
+		c.Spec.Paused = ptr.To(false)
+		Expect(k8s.Patch(ctx, c, patch)).To(Succeed())
+		// Cluster API's Machine controller maps Cluster events to Machines only once the control
+		// plane is initialized, which never happens without a workload API server: the Machine
+		// created while paused would wait for the core manager's sync period. Touch it instead.
+		m := &clusterv1.Machine{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: machineName(1)}, m)).To(Succeed())
+		mPatch := client.MergeFrom(m.DeepCopy())
+		m.Annotations = map[string]string{"e2e.capp/unpaused": "true"}
+		Expect(k8s.Patch(ctx, m, mPatch)).To(Succeed())
+		expectMachinesAndDevices(ctx, ns, 2, 2*time.Minute)
+	})
+})
+
+// flavours lists the template flavours of the provider's clusterctl repository ("" is the
+// default cluster-template.yaml).
+func flavours() []string {
+	components := os.Getenv("SANDBOX_PROVIDER_COMPONENTS")
+	if components == "" {
+		components = sandbox.DefaultConfig(repoRoot()).ProviderComponents
+	}
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(components), "cluster-template*.yaml"))
+	var out []string
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		out = append(out, strings.TrimPrefix(strings.TrimPrefix(name, "cluster-template"), "-"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+var _ = Describe("Template flavours", func() {
+	It("finds the flavours in the provider's repository", func() {
+		Expect(flavours()).To(ContainElement(""), "cluster-template.yaml is in the repository")
+	})
+	for _, flavour := range flavours() {
+		title := flavour
+		if title == "" {
+			title = "default"
+		}
+		It("applies the "+title+" flavour and its PacketCluster becomes provisioned", func(ctx SpecContext) {
+			ns := testNamespace(ctx, "flavour-"+title)
+			name := "f-" + title
+			applyYAML(ctx, ns, generateCluster(ctx, ns, name, flavour, "--control-plane-machine-count", "1", "--worker-machine-count", "1"))
+			waitClusterProvisioned(ctx, ns, name)
+			Eventually(func(g Gomega) {
+				c := &clusterv1.Cluster{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
+				g.Expect(c.Status.Initialization.InfrastructureProvisioned).To(HaveValue(BeTrue()), "Cluster infrastructure provisioned")
+			}).WithContext(ctx).Should(Succeed())
+			Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+		})
+	}
+})

@@ -1,0 +1,258 @@
+// Package e2e is the end-to-end suite: it starts the sandbox (pkg/sandbox) — kube-apiserver,
+// the Packet API simulator, the Cluster API managers and this provider's manager, installed by
+// `clusterctl init --infrastructure packet` — and drives clusters through it. Run it with
+// `make test-e2e`; under a plain `go test ./...` it skips itself (PACKET_E2E is unset).
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// SimClient reads the simulator's state through the Packet API (as the test harness, with its
+// own user agent) and drives it through the /_sim/ control API.
+type SimClient struct {
+	BaseURL   string // http://127.0.0.1:<port>
+	Token     string
+	ProjectID string
+}
+
+// HarnessUserAgent is the user agent of the suite's own Packet API calls.
+const HarnessUserAgent = "capp-e2e-harness"
+
+// Device is the part of a Packet device the suite looks at.
+type Device struct {
+	ID       string   `json:"id"`
+	Hostname string   `json:"hostname"`
+	State    string   `json:"state"`
+	Tags     []string `json:"tags"`
+	UserData string   `json:"userdata"`
+	Network  []IP     `json:"ip_addresses"`
+}
+
+// IP is an IP reservation or assignment.
+type IP struct {
+	ID          string   `json:"id"`
+	Address     string   `json:"address"`
+	Public      bool     `json:"public"`
+	Type        string   `json:"type"`
+	Tags        []string `json:"tags"`
+	Management  bool     `json:"management"`
+	Assignments []struct {
+		Href    string `json:"href"`
+		Address string `json:"address"`
+	} `json:"assignments"`
+	AssignedTo struct {
+		Href string `json:"href"`
+	} `json:"assigned_to"`
+}
+
+// BGPSession is a device's BGP session.
+type BGPSession struct {
+	ID            string `json:"id"`
+	AddressFamily string `json:"address_family"`
+	Device        struct {
+		Href string `json:"href"`
+	} `json:"device"`
+}
+
+// SSHKey is a project SSH key.
+type SSHKey struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Request is one request the simulator recorded.
+type Request struct {
+	Route     string `json:"route"`
+	Status    int    `json:"status"`
+	UserAgent string `json:"user_agent"`
+}
+
+func (c *SimClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Auth-Token", c.Token)
+	req.Header.Set("User-Agent", HarnessUserAgent)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// list follows the pages of a Packet list under key.
+func list[T any](ctx context.Context, c *SimClient, path, key string) ([]T, error) {
+	var all []T
+	for page := 1; ; page++ {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		raw := map[string]json.RawMessage{}
+		if err := c.do(ctx, http.MethodGet, fmt.Sprintf("%s%spage=%d&per_page=100", path, sep, page), nil, &raw); err != nil {
+			return nil, err
+		}
+		var items []T
+		if err := json.Unmarshal(raw[key], &items); err != nil {
+			return nil, fmt.Errorf("decoding %s of %s: %w", key, path, err)
+		}
+		all = append(all, items...)
+		var meta struct {
+			LastPage int `json:"last_page"`
+		}
+		if m, ok := raw["meta"]; ok {
+			_ = json.Unmarshal(m, &meta)
+		}
+		if meta.LastPage <= page || len(items) == 0 {
+			return all, nil
+		}
+	}
+}
+
+// Devices lists the project's devices that carry a tag containing tagPart ("" for all).
+func (c *SimClient) Devices(ctx context.Context, tagPart string) ([]Device, error) {
+	all, err := list[Device](ctx, c, "/metal/v1/projects/"+c.ProjectID+"/devices", "devices")
+	if err != nil {
+		return nil, err
+	}
+	return filter(all, func(d Device) bool { return hasTagPart(d.Tags, tagPart) }), nil
+}
+
+// Device gets one device.
+func (c *SimClient) Device(ctx context.Context, id string) (*Device, error) {
+	d := &Device{}
+	return d, c.do(ctx, http.MethodGet, "/metal/v1/devices/"+id, nil, d)
+}
+
+// IPReservations lists the project's IP reservations with a tag containing tagPart.
+func (c *SimClient) IPReservations(ctx context.Context, tagPart string) ([]IP, error) {
+	var out struct {
+		IPs []IP `json:"ip_addresses"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/metal/v1/projects/"+c.ProjectID+"/ips?include=assignments", nil, &out); err != nil {
+		return nil, err
+	}
+	return filter(out.IPs, func(ip IP) bool { return hasTagPart(ip.Tags, tagPart) }), nil
+}
+
+// BGPSessions lists the project's BGP sessions.
+func (c *SimClient) BGPSessions(ctx context.Context) ([]BGPSession, error) {
+	return list[BGPSession](ctx, c, "/metal/v1/projects/"+c.ProjectID+"/bgp/sessions", "bgp_sessions")
+}
+
+// SSHKeys lists the project's SSH keys.
+func (c *SimClient) SSHKeys(ctx context.Context) ([]SSHKey, error) {
+	var out struct {
+		Keys []SSHKey `json:"ssh_keys"`
+	}
+	return out.Keys, c.do(ctx, http.MethodGet, "/metal/v1/projects/"+c.ProjectID+"/ssh-keys", nil, &out)
+}
+
+// Fault is a fault to inject (see pkg/packetsim.Fault).
+type Fault struct {
+	Kind        string  `json:"kind"`
+	Route       string  `json:"route,omitempty"`
+	Method      string  `json:"method,omitempty"`
+	Probability float64 `json:"probability,omitempty"`
+	Status      int     `json:"status,omitempty"`
+	RetryAfter  int     `json:"retry_after,omitempty"`
+}
+
+// InjectFault adds a fault and returns its id.
+func (c *SimClient) InjectFault(ctx context.Context, f Fault) (string, error) {
+	var out struct {
+		ID string `json:"id"`
+	}
+	return out.ID, c.do(ctx, http.MethodPost, "/_sim/faults", f, &out)
+}
+
+// ClearFaults removes every fault.
+func (c *SimClient) ClearFaults(ctx context.Context) error {
+	return c.do(ctx, http.MethodDelete, "/_sim/faults", nil, nil)
+}
+
+// Requests returns the recorded requests.
+func (c *SimClient) Requests(ctx context.Context) ([]Request, error) {
+	var out struct {
+		Requests []Request `json:"requests"`
+	}
+	return out.Requests, c.do(ctx, http.MethodGet, "/_sim/requests", nil, &out)
+}
+
+// ProviderCalls counts the recorded Packet API calls made by the provider (not by the harness).
+func (c *SimClient) ProviderCalls(ctx context.Context) (int, error) {
+	reqs, err := c.Requests(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range reqs {
+		if strings.HasPrefix(r.UserAgent, "cluster-api-provider-packet") {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// WaitForAPI waits until the simulator answers.
+func (c *SimClient) WaitForAPI(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.do(ctx, http.MethodGet, "/_sim/clock", nil, nil)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func hasTagPart(tags []string, part string) bool {
+	if part == "" {
+		return true
+	}
+	for _, t := range tags {
+		if strings.Contains(t, part) {
+			return true
+		}
+	}
+	return false
+}
+
+func filter[T any](in []T, keep func(T) bool) []T {
+	out := in[:0:0]
+	for _, x := range in {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -34,7 +34,6 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 
 	It("adopts the device a create stored before failing, even while lists do not show it yet", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
-		creates := deviceCreates()
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultCommitThenFail, Route: "POST /projects/{id}/devices", Count: 1, Status: 500})
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultListLag, Count: 1, Duration: 20 * time.Second})
 		pm := mc.createMachine("ctf", machineOpts{})
@@ -49,7 +48,7 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 		sim.Advance(21 * time.Second) // the list shows the device; still inside the confirm window
 		Eventually(func() string { return getPM(pm).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + dev.ID))
 		Expect(devicesOf(pm)).To(HaveLen(1))
-		Expect(deviceCreates() - creates).To(Equal(1))
+		Expect(createsFor(pm)).To(Equal(1))
 		Eventually(eventReasons(pm), eventually).Should(ContainElement("DeviceAdopted"))
 		isProvisioned(pm)
 	})
@@ -57,7 +56,6 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 	It("gives one device when the manager dies mid-create and a new one starts", func() {
 		const filter = "restart"
 		mc := newFilteredMachineCluster(infrav1.PacketClusterSpec{}, filter)
-		creates := deviceCreates()
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultListLag, Count: 1, Duration: 20 * time.Second})
 
 		By("a first manager whose create reaches Packet but which dies before reading the answer")
@@ -80,23 +78,22 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 		sim.Advance(21 * time.Second)
 		Eventually(func() string { return getPM(pm).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + dev.ID))
 		Expect(devicesOf(pm)).To(HaveLen(1))
-		Expect(deviceCreates() - creates).To(Equal(1))
+		Expect(createsFor(pm)).To(Equal(1))
 	})
 
 	It("creates again only after the confirm window when a failed create stored nothing", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
-		creates := deviceCreates()
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultHTTPError, Route: "POST /projects/{id}/devices", Count: 1, Status: 502, Body: "html"})
 		pm := mc.createMachine("lost", machineOpts{})
-		Eventually(deviceCreates, eventually).Should(Equal(creates + 1))
+		Eventually(func() int { return createsFor(pm) }, eventually).Should(Equal(1))
 		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(
 			And(haveReason(infrav1.DeviceProvisioningReason), HaveField("Message", ContainSubstring("no answer"))))
-		Consistently(deviceCreates, time.Second).Should(Equal(creates + 1))
+		Consistently(func() int { return createsFor(pm) }, time.Second).Should(Equal(1))
 		Expect(devicesOf(pm)).To(BeEmpty())
 
 		sim.Advance(testConfirmWindow + time.Second)
 		oneDevice(pm)
-		Expect(deviceCreates() - creates).To(Equal(2))
+		Expect(createsFor(pm)).To(Equal(2))
 	})
 })
 
@@ -115,11 +112,10 @@ var _ = Describe("PacketMachine reconciler, hardware reservations", func() {
 		isProvisioned(pm2)
 		Expect(getPM(pm2).Status.HardwareReservationID).To(Equal(hwA002))
 
-		creates := deviceCreates()
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultHWExhausted, Count: 2})
 		pm3 := mc.createMachine("hw3", machineOpts{spec: infrav1.PacketMachineSpec{HardwareReservationID: "next-available", Metro: "da"}})
 		Expect(oneDevice(pm3).HardwareReservationID).To(Equal(hwA003))
-		Expect(deviceCreates()-creates).To(Equal(3), "two refused, then one created")
+		Expect(createsFor(pm3)).To(Equal(3), "two refused, then one created")
 		Eventually(eventReasons(pm3), eventually).Should(ContainElement(infrav1.HardwareReservationUnavailableReason))
 		isProvisioned(pm3)
 		Expect(getPM(pm3).Status.HardwareReservationID).To(Equal(hwA003))
@@ -253,12 +249,12 @@ var _ = Describe("PacketMachine reconciler, device states and API errors", func(
 
 	It("stops on 422 with the API's message until the spec changes", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
-		creates := deviceCreates()
 		pm := mc.createMachine("invalid", machineOpts{bootstrap: "#!ipxe\nchain http://boot.example/x\n",
 			spec: infrav1.PacketMachineSpec{OS: "custom_ipxe", IPXEUrl: "http://boot.example/boot.ipxe"}})
 		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
 			haveReason(infrav1.InvalidRequestReason), HaveField("Message", ContainSubstring("only ipxe_script_url or userdata"))))
-		Consistently(deviceCreates, 1500*time.Millisecond).Should(Equal(creates + 1))
+		Eventually(func() int { return createsFor(pm) }, eventually).Should(Equal(1))
+		Consistently(func() int { return createsFor(pm) }, 1500*time.Millisecond).Should(Equal(1))
 
 		cur := getPM(pm)
 		base := cur.DeepCopy()

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -237,5 +238,15 @@ func (mc *machineCluster) setInfrastructureProvisioned(v bool) {
 	Expect(k8sClient.Status().Patch(ctx, cluster, client.MergeFrom(orig))).To(Succeed())
 }
 
-// deviceCreates counts the create calls the simulator has seen.
-func deviceCreates() int { return apiCalls("POST /projects/{id}/devices") }
+// createsFor counts the create calls made for one PacketMachine (its tag is in the body), so
+// machines of other tests cannot disturb the count.
+func createsFor(pm *infrav1.PacketMachine) int {
+	tag := infrav1.MachineUIDTag(string(getPM(pm).UID))
+	n := 0
+	for _, r := range sim.Requests() {
+		if r.Route == "POST /projects/{id}/devices" && strings.Contains(r.Body, tag) {
+			n++
+		}
+	}
+	return n
+}

@@ -88,8 +88,10 @@ func parseFloat(raw json.RawMessage) (float64, error) {
 	return f, err
 }
 
-// userdataPrefixes are the formats cloud-init and friends recognise.
-var userdataPrefixes = []string{"#!", "#cloud-config", "#cloud-boothook", "#include", "#part-handler", "#upstart-job",
+// userdataPrefixes are the formats cloud-init and friends recognise. "## template: jinja" is
+// cloud-init's header for a Jinja-rendered part; Cluster API's kubeadm bootstrap data starts with
+// it ("## template: jinja\n#cloud-config"), and the real API provisions such devices.
+var userdataPrefixes = []string{"#!", "#cloud-config", "#cloud-boothook", "#include", "#part-handler", "#upstart-job", "## template: jinja",
 	"#ps1", "#ps1_sysnative", "Content-Type: multipart", "{", "<script>", "<powershell>"}
 
 func (s *Server) validateUserdata(u string) error {

@@ -199,6 +199,13 @@ var _ = Describe("devices", func() {
 		Entry("unknown project", func(r *packngo.DeviceCreateRequest) { r.ProjectID = "00000000-0000-4000-8000-0000000000ff" }, 404, "Not found"),
 	)
 
+	It("accepts cloud-init's Jinja template header, which Cluster API's kubeadm bootstrap data starts with", func() {
+		d, _, err := e.client.Devices.Create(&packngo.DeviceCreateRequest{Hostname: "jinja", Plan: "c3.small.x86", Metro: "sv",
+			OS: "ubuntu_22_04", ProjectID: projectID, UserData: "## template: jinja\n#cloud-config\nruncmd: []\n"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.UserData).To(HavePrefix("## template: jinja"))
+	})
+
 	It("answers 503 when a metro runs out of a plan", func() {
 		e.sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultCapacity, Metro: "da", Plan: "c3.small.x86", Remaining: 1})
 		e.createDevice(func(r *packngo.DeviceCreateRequest) { r.Metro = "da" })

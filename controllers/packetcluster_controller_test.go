@@ -90,8 +90,9 @@ var _ = Describe("PacketCluster reconciler", func() {
 
 		By("reconciling again without any new Packet call")
 		reserves, lists := apiCalls("POST /projects/{id}/ips"), apiCalls("GET /projects/{id}/ips")
+		poke := client.MergeFrom(pc.DeepCopy())
 		pc.Annotations = map[string]string{"test/poke": "1"}
-		Expect(k8sClient.Update(ctx, pc)).To(Succeed())
+		Expect(k8sClient.Patch(ctx, pc, poke)).To(Succeed())
 		Consistently(func() []int {
 			return []int{apiCalls("POST /projects/{id}/ips"), apiCalls("GET /projects/{id}/ips")}
 		}, time.Second).Should(Equal([]int{reserves, lists}))

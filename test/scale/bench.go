@@ -60,13 +60,7 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	res.provisionWall = time.Since(start)
 
 	deleteStart := time.Now()
-	if err := w.deleteAll(ctx); err != nil {
-		return nil, err
-	}
-	if err := waitFor(ctx, 4*time.Hour, "machines deleted", func() (bool, error) {
-		machines, err := w.machines(ctx)
-		return len(machines) == 0, err
-	}); err != nil {
+	if err := w.deleteAll(ctx, 4*time.Hour); err != nil {
 		return nil, err
 	}
 	res.deleteWall = time.Since(deleteStart)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -114,13 +115,27 @@ func (w *workload) machines(ctx context.Context) ([]infrav1.PacketMachine, error
 	return list.Items, err
 }
 
-// deleteMachines deletes every PacketMachine (envtest has no garbage collector, so deleting the
-// Machines would not reach them) and the PacketCluster.
-func (w *workload) deleteAll(ctx context.Context) error {
+// deleteAll deletes every PacketMachine (envtest has no garbage collector, so deleting the
+// Machines would not reach them), waits for them to go, then deletes the PacketCluster: the
+// order Cluster API core keeps.
+func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 	if err := w.c.DeleteAllOf(ctx, &infrav1.PacketMachine{}, client.InNamespace(w.namespace)); err != nil {
 		return err
 	}
-	return w.c.Delete(ctx, &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace}})
+	if err := waitFor(ctx, timeout, "every machine deleted", func() (bool, error) {
+		machines, err := w.machines(ctx)
+		return len(machines) == 0, err
+	}); err != nil {
+		return err
+	}
+	pc := &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace}}
+	if err := w.c.Delete(ctx, pc); err != nil {
+		return err
+	}
+	return waitFor(ctx, timeout, "PacketCluster deleted", func() (bool, error) {
+		err := w.c.Get(ctx, client.ObjectKeyFromObject(pc), pc)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {

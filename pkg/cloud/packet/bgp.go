@@ -10,8 +10,8 @@ import (
 
 func (c *client) GetBGPConfig(ctx context.Context, projectID string) (*BGPConfig, error) {
 	var cfg *packngo.BGPConfig
-	err := c.do(ctx, "GET /projects/{id}/bgp-config", func() (resp *packngo.Response, err error) {
-		cfg, resp, err = c.api.BGPConfig.Get(projectID, nil)
+	err := c.do(ctx, "GET /projects/{id}/bgp-config", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		cfg, resp, err = api.BGPConfig.Get(projectID, nil)
 		return resp, err
 	})
 	if IsNotFound(err) {
@@ -28,8 +28,8 @@ func (c *client) GetBGPConfig(ctx context.Context, projectID string) (*BGPConfig
 }
 
 func (c *client) EnableBGP(ctx context.Context, projectID string, req BGPConfigRequest) error {
-	return c.do(ctx, "POST /projects/{id}/bgp-configs", func() (*packngo.Response, error) {
-		return c.api.BGPConfig.Create(projectID, packngo.CreateBGPConfigRequest{
+	return c.do(ctx, "POST /projects/{id}/bgp-configs", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.BGPConfig.Create(projectID, packngo.CreateBGPConfigRequest{
 			DeploymentType: req.DeploymentType, Asn: req.ASN, Md5: req.MD5, UseCase: req.UseCase,
 		})
 	})
@@ -37,8 +37,8 @@ func (c *client) EnableBGP(ctx context.Context, projectID string, req BGPConfigR
 
 func (c *client) EnsureBGPSession(ctx context.Context, deviceID string) error {
 	defaultRoute := false
-	err := c.do(ctx, "POST /devices/{id}/bgp/sessions", func() (resp *packngo.Response, err error) {
-		_, resp, err = c.api.BGPSessions.Create(deviceID, packngo.CreateBGPSessionRequest{
+	err := c.do(ctx, "POST /devices/{id}/bgp/sessions", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		_, resp, err = api.BGPSessions.Create(deviceID, packngo.CreateBGPSessionRequest{
 			AddressFamily: "ipv4", DefaultRoute: &defaultRoute,
 		})
 		return resp, err

@@ -35,8 +35,8 @@ func (c *client) ListPlans(ctx context.Context, projectID string) ([]Plan, error
 	var root struct {
 		Plans []planJSON `json:"plans"`
 	}
-	err := c.do(ctx, "GET /projects/{id}/plans", func() (*packngo.Response, error) {
-		return c.api.DoRequest("GET", path.Join("/projects", projectID, "plans"), nil, &root)
+	err := c.do(ctx, "GET /projects/{id}/plans", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.DoRequest("GET", path.Join("/projects", projectID, "plans"), nil, &root)
 	})
 	if err != nil {
 		return nil, err
@@ -61,8 +61,8 @@ func (c *client) ListPlans(ctx context.Context, projectID string) ([]Plan, error
 
 func (c *client) ListFacilities(ctx context.Context) ([]Facility, error) {
 	var facilities []packngo.Facility
-	err := c.do(ctx, "GET /facilities", func() (resp *packngo.Response, err error) {
-		facilities, resp, err = c.api.Facilities.List(&packngo.ListOptions{Includes: []string{"metro"}})
+	err := c.do(ctx, "GET /facilities", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		facilities, resp, err = api.Facilities.List(&packngo.ListOptions{Includes: []string{"metro"}})
 		return resp, err
 	})
 	if err != nil {

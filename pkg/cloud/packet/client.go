@@ -113,23 +113,37 @@ func New(opts Options) (Client, error) {
 		next = http.DefaultTransport
 	}
 	httpClient := &http.Client{Timeout: opts.Timeout, Transport: metricsTransport{next: next}}
-	pc, err := packngo.NewClient(
-		packngo.WithAuth(consumerToken, opts.APIKey),
-		packngo.WithBaseURL(NormalizeAPIURL(opts.APIURL)),
-		packngo.WithHTTPClient(httpClient),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("creating Packet client: %w", err)
+	newAPI := func() (*packngo.Client, error) {
+		pc, err := packngo.NewClient(
+			packngo.WithAuth(consumerToken, opts.APIKey),
+			packngo.WithBaseURL(NormalizeAPIURL(opts.APIURL)),
+			packngo.WithHTTPClient(httpClient),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("creating Packet client: %w", err)
+		}
+		if opts.UserAgent != "" {
+			pc.UserAgent = opts.UserAgent + " " + pc.UserAgent
+		}
+		return pc, nil
 	}
-	if opts.UserAgent != "" {
-		pc.UserAgent = opts.UserAgent + " " + pc.UserAgent
+	if _, err := newAPI(); err != nil { // fail now on a bad URL, not on the first call
+		return nil, err
 	}
-	return &client{api: pc, limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: time.Now}, nil
+	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: time.Now}
+	c.apis.New = func() any {
+		pc, _ := newAPI() // the options were checked above
+		return pc
+	}
+	return c, nil
 }
 
 // client implements Client over packngo.
 type client struct {
-	api      *packngo.Client
+	// apis holds packngo clients, one per concurrent call: a packngo.Client records the rate
+	// limit headers of every response in itself, so it cannot serve two calls at once. They
+	// share one http.Client and so its connections.
+	apis     sync.Pool
 	limiter  *rate.Limiter
 	pageSize int
 	now      func() time.Time
@@ -141,7 +155,7 @@ type client struct {
 }
 
 // do runs one packngo call under the client's request budget and classifies its error.
-func (c *client) do(ctx context.Context, operation string, call func() (*packngo.Response, error)) error {
+func (c *client) do(ctx context.Context, operation string, call func(api *packngo.Client) (*packngo.Response, error)) error {
 	if wait := c.rateLimitedFor(); wait > 0 {
 		return &Error{Kind: KindRateLimited, Operation: operation, RetryAfter: wait,
 			Messages: []string{fmt.Sprintf("waiting %s for Packet's rate limit to reset", wait.Round(time.Second))}}
@@ -149,7 +163,9 @@ func (c *client) do(ctx context.Context, operation string, call func() (*packngo
 	if err := c.limiter.Wait(ctx); err != nil {
 		return err
 	}
-	_, err := call()
+	api := c.apis.Get().(*packngo.Client)
+	_, err := call(api)
+	c.apis.Put(api)
 	e := classify(operation, err, c.now())
 	if e == nil {
 		return nil

@@ -311,3 +311,27 @@ func apiURL(t *testing.T, sim *packetsim.Server) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/metal/v1/"
 }
+
+// TestConcurrentCallsShareOneClient runs calls in parallel on one client, as the controllers
+// do; under -race it catches shared mutable state (packngo records rate-limit headers in its
+// client on every response).
+func TestConcurrentCallsShareOneClient(t *testing.T) {
+	ctx := context.Background()
+	_, c := newSim(t, packetsim.Options{})
+	d, err := c.CreateDevice(ctx, device("shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 20)
+	for range 20 {
+		go func() {
+			_, err := c.GetDevice(ctx, d.ID)
+			errs <- err
+		}()
+	}
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -10,8 +10,8 @@ import (
 
 func (c *client) GetDevice(ctx context.Context, id string) (*Device, error) {
 	var d *packngo.Device
-	err := c.do(ctx, "GET /devices/{id}", func() (resp *packngo.Response, err error) {
-		d, resp, err = c.api.Devices.Get(id, &packngo.GetOptions{Includes: []string{"hardware_reservation", "metro"}})
+	err := c.do(ctx, "GET /devices/{id}", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		d, resp, err = api.Devices.Get(id, &packngo.GetOptions{Includes: []string{"hardware_reservation", "metro"}})
 		return resp, err
 	})
 	if err != nil {
@@ -27,8 +27,8 @@ func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags .
 		opts = opts.Filter("tag", tags[0])
 	}
 	var devices []packngo.Device
-	err := c.do(ctx, "GET /projects/{id}/devices", func() (resp *packngo.Response, err error) {
-		devices, resp, err = c.api.Devices.List(projectID, opts)
+	err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		devices, resp, err = api.Devices.List(projectID, opts)
 		return resp, err
 	})
 	if err != nil {
@@ -63,8 +63,8 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 		create.Facility = []string{req.Facility}
 	}
 	var d *packngo.Device
-	err := c.do(ctx, "POST /projects/{id}/devices", func() (resp *packngo.Response, err error) {
-		d, resp, err = c.api.Devices.Create(create)
+	err := c.do(ctx, "POST /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		d, resp, err = api.Devices.Create(create)
 		return resp, err
 	})
 	if err != nil {
@@ -74,8 +74,8 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 }
 
 func (c *client) DeleteDevice(ctx context.Context, id string) error {
-	err := c.do(ctx, "DELETE /devices/{id}", func() (*packngo.Response, error) {
-		return c.api.Devices.Delete(id, false)
+	err := c.do(ctx, "DELETE /devices/{id}", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.Devices.Delete(id, false)
 	})
 	if IsNotFound(err) {
 		return nil

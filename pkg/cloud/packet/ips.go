@@ -17,8 +17,8 @@ func (c *client) FindIPReservationsByTags(ctx context.Context, projectID string,
 		opts := (&packngo.ListOptions{Page: page, PerPage: c.pageSize, Includes: []string{"assignments"}}).
 			Filter("types", string(packngo.PublicIPv4))
 		var ips []packngo.IPAddressReservation
-		err := c.do(ctx, "GET /projects/{id}/ips", func() (resp *packngo.Response, err error) {
-			ips, resp, err = c.api.ProjectIPs.List(projectID, opts)
+		err := c.do(ctx, "GET /projects/{id}/ips", func(api *packngo.Client) (resp *packngo.Response, err error) {
+			ips, resp, err = api.ProjectIPs.List(projectID, opts)
 			return resp, err
 		})
 		if err != nil {
@@ -38,8 +38,8 @@ func (c *client) FindIPReservationsByTags(ctx context.Context, projectID string,
 
 func (c *client) GetIPReservation(ctx context.Context, id string) (*IPReservation, error) {
 	var ip *packngo.IPAddressReservation
-	err := c.do(ctx, "GET /ips/{id}", func() (resp *packngo.Response, err error) {
-		ip, resp, err = c.api.ProjectIPs.Get(id, &packngo.GetOptions{Includes: []string{"assignments"}})
+	err := c.do(ctx, "GET /ips/{id}", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		ip, resp, err = api.ProjectIPs.Get(id, &packngo.GetOptions{Includes: []string{"assignments"}})
 		return resp, err
 	})
 	if err != nil {
@@ -61,8 +61,8 @@ func (c *client) ReserveIP(ctx context.Context, req ReserveIPRequest) (*IPReserv
 		create.Facility = &req.Facility
 	}
 	var ip *packngo.IPAddressReservation
-	err := c.do(ctx, "POST /projects/{id}/ips", func() (resp *packngo.Response, err error) {
-		ip, resp, err = c.api.ProjectIPs.Create(req.ProjectID, create)
+	err := c.do(ctx, "POST /projects/{id}/ips", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		ip, resp, err = api.ProjectIPs.Create(req.ProjectID, create)
 		return resp, err
 	})
 	if err != nil {
@@ -72,8 +72,8 @@ func (c *client) ReserveIP(ctx context.Context, req ReserveIPRequest) (*IPReserv
 }
 
 func (c *client) ReleaseIP(ctx context.Context, id string) error {
-	err := c.do(ctx, "DELETE /ips/{id}", func() (*packngo.Response, error) {
-		return c.api.ProjectIPs.Delete(id)
+	err := c.do(ctx, "DELETE /ips/{id}", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.ProjectIPs.Delete(id)
 	})
 	if IsNotFound(err) {
 		return nil
@@ -82,8 +82,8 @@ func (c *client) ReleaseIP(ctx context.Context, id string) error {
 }
 
 func (c *client) AssignIP(ctx context.Context, deviceID, address string) error {
-	return c.do(ctx, "POST /devices/{id}/ips", func() (resp *packngo.Response, err error) {
-		_, resp, err = c.api.DeviceIPs.Assign(deviceID, &packngo.AddressStruct{Address: address})
+	return c.do(ctx, "POST /devices/{id}/ips", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		_, resp, err = api.DeviceIPs.Assign(deviceID, &packngo.AddressStruct{Address: address})
 		return resp, err
 	})
 }

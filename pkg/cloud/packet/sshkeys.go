@@ -8,8 +8,8 @@ import (
 
 func (c *client) ListProjectSSHKeys(ctx context.Context, projectID string) ([]SSHKey, error) {
 	var keys []packngo.SSHKey
-	err := c.do(ctx, "GET /projects/{id}/ssh-keys", func() (resp *packngo.Response, err error) {
-		keys, resp, err = c.api.SSHKeys.ProjectList(projectID)
+	err := c.do(ctx, "GET /projects/{id}/ssh-keys", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		keys, resp, err = api.SSHKeys.ProjectList(projectID)
 		return resp, err
 	})
 	if err != nil {
@@ -24,8 +24,8 @@ func (c *client) ListProjectSSHKeys(ctx context.Context, projectID string) ([]SS
 
 func (c *client) CreateProjectSSHKey(ctx context.Context, projectID, label, publicKey string) (*SSHKey, error) {
 	var k *packngo.SSHKey
-	err := c.do(ctx, "POST /projects/{id}/ssh-keys", func() (resp *packngo.Response, err error) {
-		k, resp, err = c.api.SSHKeys.Create(&packngo.SSHKeyCreateRequest{Label: label, Key: publicKey, ProjectID: projectID})
+	err := c.do(ctx, "POST /projects/{id}/ssh-keys", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		k, resp, err = api.SSHKeys.Create(&packngo.SSHKeyCreateRequest{Label: label, Key: publicKey, ProjectID: projectID})
 		return resp, err
 	})
 	if err != nil {

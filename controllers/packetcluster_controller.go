@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
+	"sigs.k8s.io/cluster-api/util/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetclusters,verbs=get;list;watch;update;patch
@@ -166,6 +168,15 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 		Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Deleting (elastic IP reclaim policy %s)", pc.Spec.ElasticIPReclaimPolicy)})
 	if res, err := elasticip.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
 		return res, err
+	}
+	// Cluster API deletes the PacketCluster after every machine, so the SSH keys registered for
+	// the machines are unused now.
+	deleted, err := sshkeys.DeleteRegistered(ctx, s.Packet, pc.Spec.ProjectID, infrav1.SSHKeyLabel(pc.Namespace, s.Cluster.Name))
+	if err != nil {
+		return scope.HandleAPIError(pc, infrav1.PacketAPIAvailableCondition, err, scope.SlowRetry)
+	}
+	if deleted > 0 {
+		record.Eventf(pc, "SSHKeysDeleted", "Deleted %d project SSH keys registered for the cluster's machines", deleted)
 	}
 	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
 	return ctrl.Result{}, nil

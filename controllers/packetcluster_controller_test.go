@@ -194,17 +194,26 @@ var _ = Describe("PacketCluster reconciler", func() {
 		Expect(endpointReservations(ns, "paused")).To(BeEmpty())
 	})
 
-	DescribeTable("deletion follows the reclaim policy",
+	DescribeTable("deletion follows the reclaim policy and removes the SSH keys registered for the cluster",
 		func(policy infrav1.ElasticIPReclaimPolicy, remaining int) {
 			ns := newNamespace()
 			createCluster(ns, "gone", infrav1.PacketClusterSpec{Metro: "sv", ElasticIPReclaimPolicy: policy})
 			Eventually(provisioned(ns, "gone"), eventually).Should(Succeed())
 			Expect(endpointReservations(ns, "gone")).To(HaveLen(1))
+			c, err := factory.ClientFor("ssh-key-test", packetsim.DefaultToken)
+			Expect(err).NotTo(HaveOccurred())
+			key, err := c.CreateProjectSSHKey(ctx, simProject, infrav1.SSHKeyLabel(ns, "gone"),
+				"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl gone@example.com")
+			Expect(err).NotTo(HaveOccurred())
+
 			Expect(k8sClient.Delete(ctx, getPacketCluster(ns, "gone"))).To(Succeed())
 			Eventually(func() bool {
 				return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &infrav1.PacketCluster{}))
 			}, eventually).Should(BeTrue())
 			Expect(endpointReservations(ns, "gone")).To(HaveLen(remaining))
+			for _, k := range sim.SSHKeys(simProject) {
+				Expect(k.ID).NotTo(Equal(key.ID), "the cluster's SSH key is deleted with it")
+			}
 		},
 		Entry("Delete releases the IP", infrav1.ElasticIPReclaimDelete, 0),
 		Entry("Retain keeps the IP", infrav1.ElasticIPReclaimRetain, 1),

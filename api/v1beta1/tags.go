@@ -59,6 +59,12 @@ func RoleTag(controlPlane bool) string {
 	return RoleTagPrefix + WorkerRole
 }
 
+// SSHKeyLabel is the label of the project SSH keys the provider registers for a cluster's
+// machines (SSH keys have a label, not tags); the keys are deleted with the cluster.
+func SSHKeyLabel(namespace, name string) string {
+	return ClusterTag(namespace, name)
+}
+
 // LegacyClusterTag is the previous provider's elastic IP tag for a cluster name.
 func LegacyClusterTag(name string) string {
 	return boundedTag(LegacyClusterTagPrefix, name)

@@ -54,6 +54,8 @@ type Client interface {
 	ListProjectSSHKeys(ctx context.Context, projectID string) ([]SSHKey, error)
 	// CreateProjectSSHKey registers a public key with the project.
 	CreateProjectSSHKey(ctx context.Context, projectID, label, publicKey string) (*SSHKey, error)
+	// DeleteSSHKey deletes an SSH key; deleting one that is already gone is not an error.
+	DeleteSSHKey(ctx context.Context, id string) error
 }
 
 // DefaultAPIURL is the public Packet API.

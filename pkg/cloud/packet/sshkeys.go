@@ -33,3 +33,13 @@ func (c *client) CreateProjectSSHKey(ctx context.Context, projectID, label, publ
 	}
 	return &SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: k.FingerPrint}, nil
 }
+
+func (c *client) DeleteSSHKey(ctx context.Context, id string) error {
+	err := c.do(ctx, "DELETE /ssh-keys/{id}", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.SSHKeys.Delete(id)
+	})
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
+}

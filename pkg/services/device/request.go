@@ -54,8 +54,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		return nil, ctrl.Result{}, nil
 	}
 
-	keyLabel := fmt.Sprintf("cluster-api-provider-packet %s/%s", sc.Cluster.Namespace, sc.Cluster.Name)
-	keyIDs, err := sshkeys.Resolve(ctx, sc.Packet, sc.ProjectID(), keyLabel, spec.SSHKeys)
+	keyIDs, err := sshkeys.Resolve(ctx, sc.Packet, sc.ProjectID(), infrav1.SSHKeyLabel(sc.Cluster.Namespace, sc.Cluster.Name), spec.SSHKeys)
 	if err != nil {
 		var apiErr *packet.Error
 		if errors.As(err, &apiErr) {

@@ -59,6 +59,28 @@ func Resolve(ctx context.Context, c packet.Client, projectID, label string, entr
 	return ids, nil
 }
 
+// DeleteRegistered deletes the project SSH keys registered under label (by Resolve, for one
+// cluster) and returns how many it deleted. A key another cluster reuses by fingerprint was
+// registered under the first cluster's label and goes with it; the other cluster's devices keep
+// the key they were created with, and its next devices register it again.
+func DeleteRegistered(ctx context.Context, c packet.Client, projectID, label string) (int, error) {
+	keys, err := c.ListProjectSSHKeys(ctx, projectID)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, k := range keys {
+		if k.Label != label {
+			continue
+		}
+		if err := c.DeleteSSHKey(ctx, k.ID); err != nil {
+			return deleted, err
+		}
+		deleted++
+	}
+	return deleted, nil
+}
+
 // Fingerprint is the MD5 colon-hex fingerprint of an OpenSSH public key ("ssh-ed25519 AAAA...
 // comment"), the form Packet reports keys with.
 func Fingerprint(publicKey string) (string, error) {

@@ -168,7 +168,7 @@ CAPI_LDFLAGS := -s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$(CAPI_VERSI
 	-X sigs.k8s.io/cluster-api/version.gitTreeState=clean
 
 .PHONY: sandbox
-sandbox: sandbox-bins ## Run the local management plane on loopback until Ctrl-C (no Packet account, Docker or kind).
+sandbox: sandbox-bins kubectl ## Run the local management plane on loopback until Ctrl-C (no Packet account, Docker or kind).
 	$(BIN)/sandbox up --state-dir $(SANDBOX_STATE) --kubectl $(KUBECTL) \
 		--provider-components $(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)/infrastructure-components.yaml \
 		--capi-repository $(CAPI_REPOSITORY) --capi-version $(CAPI_VERSION) --cert-manager-crds $(CERT_MANAGER_CRDS) \
@@ -186,7 +186,7 @@ test-e2e: sandbox-bins ## Run the e2e suite (ginkgo) on a sandbox it starts; art
 	go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: sandbox-bins
-sandbox-bins: envtest-bins capi-managers capi-repository clusterctl kubectl clusterctl-repo build ## Build everything the sandbox runs.
+sandbox-bins: envtest-bins capi-managers capi-repository clusterctl clusterctl-repo build ## Build everything the sandbox and the e2e suite run.
 	go build -o $(BIN)/packetsim ./cmd/packetsim
 	go build -o $(BIN)/sandbox ./cmd/sandbox
 

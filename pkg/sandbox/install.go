@@ -182,6 +182,9 @@ func Variables() map[string]string {
 		"SSH_KEY":                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY sandbox@example.com",
 		"KUBERNETES_VERSION":     "v1.36.0",
 		"CLUSTER_TOPOLOGY":       "true",
+		// The crs-cni flavours' ClusterResourceSet data. There is no workload cluster to apply a
+		// CNI to, so a placeholder keeps the flavours renderable.
+		"CNI_RESOURCES": `{"cni.yaml": "# placeholder: the sandbox has no workload cluster to apply a CNI to"}`,
 	}
 }
 

@@ -419,3 +419,21 @@ var _ = Describe("state file", func() {
 		Expect(filepath.Glob(path + ".tmp-*")).To(BeEmpty())
 	})
 })
+
+var _ = Describe("latency fault", func() {
+	It("delays each request once, alone or combined with other faults", func() {
+		e := newEnv()
+		e.sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultLatency, Route: "*", Latency: 20 * time.Millisecond})
+		for range 3 {
+			start := time.Now()
+			_, _, err := e.client.Projects.List(nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(time.Since(start)).To(And(BeNumerically(">=", 20*time.Millisecond), BeNumerically("<", time.Second)))
+		}
+		e.sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultHTTPError, Route: "*", Status: 503, Count: 1})
+		start := time.Now()
+		_, _, err := e.client.Projects.List(nil)
+		Expect(err).To(MatchError(ContainSubstring("503")))
+		Expect(time.Since(start)).To(BeNumerically("<", time.Second))
+	})
+})

@@ -75,38 +75,54 @@ type Request struct {
 	UserAgent string `json:"user_agent"`
 }
 
+// do sends one request. The harness is not under test: reads that meet a 5xx or 429 (faults
+// injected for the provider hit the harness too) are retried.
 func (c *SimClient) do(ctx context.Context, method, path string, body, out any) error {
+	for attempt := 1; ; attempt++ {
+		status, err := c.doOnce(ctx, method, path, body, out)
+		if err == nil || method != http.MethodGet || attempt == 20 || (status < 500 && status != http.StatusTooManyRequests) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *SimClient) doOnce(ctx context.Context, method, path string, body, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("X-Auth-Token", c.Token)
 	req.Header.Set("User-Agent", HarnessUserAgent)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return resp.StatusCode, err
 	}
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+		return resp.StatusCode, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
 	}
 	if out != nil && len(data) > 0 {
-		return json.Unmarshal(data, out)
+		return resp.StatusCode, json.Unmarshal(data, out)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // list follows the pages of a Packet list under key.

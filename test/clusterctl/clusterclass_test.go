@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"text/template"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
 )
@@ -146,7 +146,10 @@ func applyReplace(obj map[string]any, patch map[string]any, variables map[string
 		if err := t.Execute(&out, variables); err != nil {
 			return err
 		}
-		value = out.String()
+		// Cluster API reads a template's output as YAML, so it can produce lists and objects.
+		if err := yaml.Unmarshal([]byte(out.String()), &value); err != nil {
+			return fmt.Errorf("path %v: template output is not YAML: %w", patch["path"], err)
+		}
 	default:
 		return fmt.Errorf("patch without a value: %v", patch)
 	}
@@ -165,15 +168,8 @@ func applyReplace(obj map[string]any, patch map[string]any, variables map[string
 			}
 			cur = c[part]
 		case []any:
-			idx, err := strconv.Atoi(part)
-			if err != nil || idx < 0 || idx >= len(c) {
-				return fmt.Errorf("path %v: no index %q", patch["path"], part)
-			}
-			if last {
-				c[idx] = value
-				return nil
-			}
-			cur = c[idx]
+			// As in Cluster API's ClusterClass validation: patches replace whole lists only.
+			return fmt.Errorf("path %v: %q indexes a list; Cluster API does not allow patching single list items", patch["path"], part)
 		default:
 			return fmt.Errorf("path %v: %q is not an object or list", patch["path"], part)
 		}

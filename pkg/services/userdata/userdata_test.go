@@ -1,6 +1,7 @@
 package userdata
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -44,4 +45,21 @@ func TestTemplateErrorsAreReturnedNotPanics(t *testing.T) {
 			t.Errorf("error %q does not say it is about the bootstrap data", err)
 		}
 	}
+}
+
+// FuzzRender checks that no bootstrap data makes Render panic, and that data without a template
+// action, and any Ignition, come back byte for byte.
+func FuzzRender(f *testing.F) {
+	f.Add([]byte("#cloud-config\nruncmd: [echo hi]\n"), "cloud-config")
+	f.Add([]byte("#cloud-config\nversion: {{ .kubernetesVersion }}\nendpoint: {{ .controlPlaneEndpoint }}\n"), "cloud-config")
+	f.Add([]byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"contents":{"source":"data:,{{x}}"}}]}}`), "ignition")
+	f.Add([]byte("## template: jinja\n#cloud-config\nhostname: {{ ds.meta_data.hostname }}\n"), "cloud-config")
+	f.Add([]byte("{{ if .apiKey }}{{ .apiKey }}{{ else }}none{{ end }}{{ range $i := .nope }}{{ end }}"), "")
+	f.Add([]byte("{{"), "cloud-config")
+	f.Fuzz(func(t *testing.T, data []byte, format string) {
+		out, err := Render(data, format, Values{KubernetesVersion: "v1.36.3", ControlPlaneEndpoint: "198.51.100.7:6443"})
+		if (format == FormatIgnition || !bytes.Contains(data, []byte("{{"))) && (err != nil || out != string(data)) {
+			t.Fatalf("data without template actions changed: %q -> %q, %v", data, out, err)
+		}
+	})
 }

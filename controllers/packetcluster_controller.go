@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -107,8 +106,8 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	creds, credErr := scope.ResolveCredentials(ctx, r.Client, pc, r.DefaultAPIKey)
-	s, err := scope.NewClusterScope(scope.ClusterScopeParams{Client: r.Client, Cluster: cluster, PacketCluster: pc, Credentials: creds})
+	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, r.DefaultAPIKey)
+	s, err := scope.NewClusterScope(scope.ClusterScopeParams{Client: r.Client, Cluster: cluster, PacketCluster: pc, Packet: packetClient, Credentials: creds})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -117,14 +116,7 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
-	if credErr == nil {
-		s.Packet, credErr = r.Packet.ClientFor(creds.Source, creds.APIKey)
-	}
 	if credErr != nil {
-		var ce *scope.ErrCredentials
-		if !errors.As(credErr, &ce) {
-			credErr = &scope.ErrCredentials{Err: credErr}
-		}
 		return scope.HandleAPIError(pc, infrav1.PacketAPIAvailableCondition, credErr, scope.SlowRetry)
 	}
 

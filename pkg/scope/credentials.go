@@ -58,3 +58,17 @@ func ResolveCredentials(ctx context.Context, c client.Reader, pc *infrav1.Packet
 	}
 	return Credentials{Source: key.String(), APIKey: apiKey, BGPPassword: string(secret.Data[BGPPasswordSecretKey])}, nil
 }
+
+// Connect resolves the PacketCluster's credentials and returns the Packet client for them. Its
+// errors are *ErrCredentials, which HandleAPIError reports as CredentialsInvalid.
+func Connect(ctx context.Context, c client.Reader, clients ClientProvider, pc *infrav1.PacketCluster, defaultAPIKey string) (Credentials, packet.Client, error) {
+	creds, err := ResolveCredentials(ctx, c, pc, defaultAPIKey)
+	if err != nil {
+		return creds, nil, err
+	}
+	pk, err := clients.ClientFor(creds.Source, creds.APIKey)
+	if err != nil {
+		return creds, nil, &ErrCredentials{Err: err}
+	}
+	return creds, pk, nil
+}

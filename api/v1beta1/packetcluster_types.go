@@ -9,6 +9,9 @@ import (
 // PacketCluster is removed.
 const PacketClusterFinalizer = "packetcluster.infrastructure.cluster.x-k8s.io"
 
+// DefaultAPIServerPort is the control-plane endpoint's port when the user sets none.
+const DefaultAPIServerPort int32 = 6443
+
 // VIPManagerType names who keeps the control-plane endpoint pointed at a healthy control plane.
 // +kubebuilder:validation:Enum=CPEM;KUBE_VIP;EMLB
 type VIPManagerType string

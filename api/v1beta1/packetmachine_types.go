@@ -17,6 +17,9 @@ const ProviderIDPrefix = "equinixmetal://"
 // NextAvailableHardwareReservation asks Packet for any free hardware reservation of the plan.
 const NextAvailableHardwareReservation = "next-available"
 
+// CustomIPXEOS is the operating system slug that boots a device from spec.ipxeURL.
+const CustomIPXEOS = "custom_ipxe"
+
 // PacketMachineSpec defines the desired state of a PacketMachine: the device to create.
 // Every field and JSON key of the previous provider's v1beta1 API is kept.
 type PacketMachineSpec struct {

@@ -44,7 +44,7 @@ func DefaultPacketClusterSpec(spec *infrav1.PacketClusterSpec) {
 		spec.ElasticIPReclaimPolicy = infrav1.ElasticIPReclaimDelete
 	}
 	if spec.ControlPlaneEndpoint.Host != "" && spec.ControlPlaneEndpoint.Port == 0 {
-		spec.ControlPlaneEndpoint.Port = DefaultAPIServerPort
+		spec.ControlPlaneEndpoint.Port = infrav1.DefaultAPIServerPort
 	}
 }
 

@@ -76,17 +76,17 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 	errs = append(errs, locErrs...)
 
 	switch {
-	case spec.IPXEUrl != "" && spec.OS != CustomIPXEOS:
+	case spec.IPXEUrl != "" && spec.OS != infrav1.CustomIPXEOS:
 		errs = append(errs, field.Invalid(path.Child("ipxeURL"), spec.IPXEUrl, fmt.Sprintf(
-			"is only used with os %q (os is %q): set os to %s to boot from this iPXE script, or remove ipxeURL", CustomIPXEOS, spec.OS, CustomIPXEOS)))
-	case spec.OS == CustomIPXEOS && spec.IPXEUrl == "":
+			"is only used with os %q (os is %q): set os to %s to boot from this iPXE script, or remove ipxeURL", infrav1.CustomIPXEOS, spec.OS, infrav1.CustomIPXEOS)))
+	case spec.OS == infrav1.CustomIPXEOS && spec.IPXEUrl == "":
 		errs = append(errs, field.Required(path.Child("ipxeURL"), fmt.Sprintf(
-			"os %q boots the iPXE script at ipxeURL: set it to the script's http(s) URL, or choose an operating system slug", CustomIPXEOS)))
+			"os %q boots the iPXE script at ipxeURL: set it to the script's http(s) URL, or choose an operating system slug", infrav1.CustomIPXEOS)))
 	case spec.IPXEUrl != "":
 		errs = append(errs, validateHTTPURL(spec.IPXEUrl, path.Child("ipxeURL"))...)
 	}
-	if spec.AlwaysPXE && spec.OS != CustomIPXEOS {
-		warnings = append(warnings, fmt.Sprintf("%s only has an effect with os %q", path.Child("alwaysPXE"), CustomIPXEOS))
+	if spec.AlwaysPXE && spec.OS != infrav1.CustomIPXEOS {
+		warnings = append(warnings, fmt.Sprintf("%s only has an effect with os %q", path.Child("alwaysPXE"), infrav1.CustomIPXEOS))
 	}
 
 	if spec.BillingCycle != "" && !slices.Contains(BillingCycles, spec.BillingCycle) {

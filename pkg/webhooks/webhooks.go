@@ -29,12 +29,6 @@ import (
 )
 
 const (
-	// MaxTagLength is the longest device tag the Packet API accepts (the simulator enforces the same).
-	MaxTagLength = 255
-	// CustomIPXEOS is the operating system slug that boots a device from ipxeURL.
-	CustomIPXEOS = "custom_ipxe"
-	// DefaultAPIServerPort is the control-plane port defaulted when a user gives only a host.
-	DefaultAPIServerPort int32 = 6443
 	// DefaultBillingCycle is what the Packet API uses when a device names no billing cycle; the
 	// defaulting webhook writes it down so the object says what the device runs with.
 	DefaultBillingCycle = "hourly"
@@ -132,8 +126,8 @@ func validateTags(tags []string, path *field.Path) field.ErrorList {
 		switch {
 		case strings.TrimSpace(tag) == "":
 			errs = append(errs, field.Invalid(p, tag, "tags must not be empty"))
-		case len(tag) > MaxTagLength:
-			errs = append(errs, field.TooLong(p, "", MaxTagLength))
+		case len(tag) > infrav1.MaxTagLength:
+			errs = append(errs, field.TooLong(p, "", infrav1.MaxTagLength))
 		case seen[tag]:
 			errs = append(errs, field.Duplicate(p, tag))
 		}

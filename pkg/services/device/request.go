@@ -15,9 +15,6 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/userdata"
 )
 
-// CustomIPXEOS is the operating system that boots from ipxeURL.
-const CustomIPXEOS = "custom_ipxe"
-
 // defaultBillingCycle is what Packet itself assumes.
 const defaultBillingCycle = "hourly"
 
@@ -48,9 +45,9 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
 	}
 
-	if spec.IPXEUrl != "" && spec.OS != CustomIPXEOS {
+	if spec.IPXEUrl != "" && spec.OS != infrav1.CustomIPXEOS {
 		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason,
-			fmt.Sprintf("spec.ipxeURL is only used with os %q, not %q", CustomIPXEOS, spec.OS))
+			fmt.Sprintf("spec.ipxeURL is only used with os %q, not %q", infrav1.CustomIPXEOS, spec.OS))
 		return nil, ctrl.Result{}, nil
 	}
 
@@ -82,7 +79,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	if req.BillingCycle == "" {
 		req.BillingCycle = defaultBillingCycle
 	}
-	if spec.OS == CustomIPXEOS {
+	if spec.OS == infrav1.CustomIPXEOS {
 		req.IPXEScriptURL = spec.IPXEUrl
 	}
 	if spec.CustomData != nil && len(spec.CustomData.Raw) > 0 {

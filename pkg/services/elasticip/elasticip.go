@@ -19,9 +19,6 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
 
-// DefaultAPIServerPort is the control-plane port when the user sets none.
-const DefaultAPIServerPort = 6443
-
 // Service manages the control-plane elastic IP of one cluster.
 type Service struct {
 	scope *scope.ClusterScope
@@ -40,7 +37,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	pc := s.scope.PacketCluster
 	endpoint := &pc.Spec.ControlPlaneEndpoint
 	if endpoint.Host != "" && endpoint.Port == 0 {
-		endpoint.Port = DefaultAPIServerPort
+		endpoint.Port = infrav1.DefaultAPIServerPort
 	}
 	if pc.Spec.VIPManager == infrav1.EMLBVIPManager {
 		s.set(metav1.ConditionFalse, infrav1.EMLBNotSupportedReason,
@@ -78,7 +75,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	endpoint.Host = ip.Address
 	if endpoint.Port == 0 {
-		endpoint.Port = DefaultAPIServerPort
+		endpoint.Port = infrav1.DefaultAPIServerPort
 	}
 	s.set(metav1.ConditionTrue, infrav1.ElasticIPReservedReason, fmt.Sprintf("Elastic IP %s (reservation %s)", ip.Address, ip.ID))
 	return ctrl.Result{}, nil

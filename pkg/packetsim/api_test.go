@@ -164,7 +164,7 @@ var _ = Describe("BGP", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(neighbors).To(HaveLen(1))
 		Expect(neighbors[0].PeerAs).To(Equal(65530))
-		Expect(neighbors[0].CustomerIP).To(HavePrefix("10."))
+		Expect(neighbors[0].CustomerIP).To(HavePrefix("127.128."))
 		_, err = e.client.BGPSessions.Delete(bs.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(e.sim.BGPSessions(projectID)).To(BeEmpty())

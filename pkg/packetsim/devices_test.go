@@ -41,7 +41,7 @@ var _ = Describe("devices", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.State).To(Equal("provisioning"))
 		Expect(d.GetNetworkInfo().PublicIPv4).NotTo(BeEmpty())
-		Expect(d.GetNetworkInfo().PrivateIPv4).To(HavePrefix("10."))
+		Expect(d.GetNetworkInfo().PrivateIPv4).To(HavePrefix("127.128."))
 		Expect(d.GetNetworkType()).To(Equal(packngo.NetworkTypeL3))
 		Expect(d.ProvisionEvents).NotTo(BeEmpty())
 

@@ -437,7 +437,7 @@ func (s *Server) assignIP(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, http.StatusCreated, body, err)
 }
 
-// parseAddressOrPrefix accepts "147.75.1.2" and "147.75.1.2/32".
+// parseAddressOrPrefix accepts "127.64.1.2" and "127.64.1.2/32".
 func parseAddressOrPrefix(v string) (netip.Prefix, error) {
 	v = strings.TrimSpace(v)
 	if strings.Contains(v, "/") {

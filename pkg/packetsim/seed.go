@@ -263,7 +263,8 @@ func (s *Seed) normalize() error {
 		}
 	}
 	pools := []*string{&s.IPPools.PublicIPv4, &s.IPPools.PrivateIPv4, &s.IPPools.PublicIPv6}
-	defaults := []string{"147.75.0.0/16", "10.64.0.0/10", "2604:1380::/32"}
+	// Loopback and documentation prefixes only: see ip_pools in seed/default.yaml.
+	defaults := []string{"127.64.0.0/16", "127.128.0.0/10", "2001:db8::/32"}
 	for i, p := range pools {
 		if *p == "" {
 			*p = defaults[i]

@@ -82,9 +82,12 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 ##@ Testing
 
 .PHONY: test
-test: envtest-bins $(CLUSTERCTL) ## Run all tests (unit, envtest against real kube-apiserver + etcd, simulator conformance).
+test: envtest-bins $(CLUSTERCTL) ## Unit and envtest suites (real kube-apiserver + etcd, the simulator over HTTP, clusterctl); see test-all.
 	@echo "envtest binaries: $$($(KUBE_APISERVER) --version), $$($(ETCD) --version | head -n 1)"
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
+
+.PHONY: test-all
+test-all: test fuzz soak-ci test-e2e ## Run every test: make test, the fuzz corpora, the short chaos soak and the e2e suite (CI runs this).
 
 .PHONY: bench
 bench: ## Run the Go benchmarks.

@@ -111,7 +111,15 @@ var _ = Describe("Template flavours", func() {
 			ns := testNamespace(ctx, "flavour-"+title)
 			name := "f-" + title
 			applyYAML(ctx, ns, generateCluster(ctx, ns, name, flavour, "--control-plane-machine-count", "1", "--worker-machine-count", "1"))
-			waitClusterProvisioned(ctx, ns, name)
+			// A ClusterClass names the PacketCluster it stamps out itself: follow the Cluster's reference.
+			infraName := ""
+			Eventually(func(g Gomega) {
+				c := &clusterv1.Cluster{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
+				g.Expect(c.Spec.InfrastructureRef.Name).NotTo(BeEmpty(), "Cluster %s/%s references its PacketCluster", ns, name)
+				infraName = c.Spec.InfrastructureRef.Name
+			}).WithContext(ctx).Should(Succeed())
+			waitClusterProvisioned(ctx, ns, infraName)
 			Eventually(func(g Gomega) {
 				c := &clusterv1.Cluster{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())

@@ -57,7 +57,8 @@ type PacketMachineReconciler struct {
 	CreateConfirmWindow time.Duration
 	Now                 func() time.Time
 
-	progress *device.Progress
+	progress    *device.Progress
+	sentCreates *device.SentCreates
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -65,6 +66,9 @@ func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	log := ctrl.LoggerFrom(ctx)
 	if r.progress == nil {
 		r.progress = device.NewProgress()
+	}
+	if r.sentCreates == nil {
+		r.sentCreates = device.NewSentCreates()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.PacketMachine{}, builder.WithPredicates(changedByOthers())).
@@ -180,7 +184,7 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 
 	dev, res, err := device.NewService(s, r.deviceOptions()).Reconcile(ctx)
 	if dev == nil || err != nil {
-		return res, err
+		return followFirst(s, res), err
 	}
 	if res, err := machineip.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
 		return res, err
@@ -198,6 +202,21 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 	return ctrl.Result{}, nil
 }
 
+// followPriority ranks the next look at a device that exists above creating new ones (priority
+// 0). With a thousand machines created at once the workqueue holds a thousand creates, which
+// the request budget lets through at a few a second; a look at a device that may have turned
+// active queued behind them would report the machine minutes late. The look itself is mostly
+// answered from the client's device snapshot, so putting it first costs the creates little.
+const followPriority = 10
+
+// followFirst gives a timed look at the machine's recorded device followPriority.
+func followFirst(s *scope.MachineScope, res ctrl.Result) ctrl.Result {
+	if s.DeviceID() != "" && res.RequeueAfter > 0 {
+		res.Priority = ptr.To(followPriority)
+	}
+	return res
+}
+
 func (r *PacketMachineReconciler) reconcileDelete(ctx context.Context, s *scope.MachineScope) (ctrl.Result, error) {
 	done, res, err := device.NewService(s, r.deviceOptions()).Delete(ctx)
 	if err != nil || !done {
@@ -209,7 +228,7 @@ func (r *PacketMachineReconciler) reconcileDelete(ctx context.Context, s *scope.
 
 func (r *PacketMachineReconciler) deviceOptions() device.Options {
 	return device.Options{PollMin: r.PollMin, PollMax: r.PollMax, CreateConfirmWindow: r.CreateConfirmWindow,
-		Now: r.Now, Progress: r.progress}
+		Now: r.Now, Progress: r.progress, SentCreates: r.sentCreates}
 }
 
 // removeFinalizer drops the finalizer of a PacketMachine that no Machine ever adopted.

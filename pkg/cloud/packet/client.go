@@ -18,10 +18,19 @@ import (
 
 // Client is what the controllers need from Packet.
 type Client interface {
-	// GetDevice returns the device with this ID.
+	// GetDevice returns the device with this ID, read by ID: the answer for 404 decisions and
+	// before anything destructive.
 	GetDevice(ctx context.Context, id string) (*Device, error)
+	// DeviceStatus returns the device as of a list of the project's devices taken at most a few
+	// seconds ago, shared by every caller of this client; a device the list does not show is
+	// read by ID. For following a device's progress: a list may still show a deleted device.
+	DeviceStatus(ctx context.Context, projectID, id string) (*Device, error)
 	// FindDevicesByTags returns the project's devices that carry every tag.
 	FindDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error)
+	// RecentDevicesByTags is FindDevicesByTags answered from the same list as DeviceStatus, so
+	// up to a few seconds old. Only for callers that know no device they care about can be
+	// that new, or missing from lists because they lag.
+	RecentDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error)
 	// CreateDevice creates a device. After a KindTransient error the device may exist anyway.
 	CreateDevice(ctx context.Context, req CreateDeviceRequest) (*Device, error)
 	// DeleteDevice deletes a device; deleting one that is already gone is not an error.
@@ -82,6 +91,11 @@ type Options struct {
 	// PageSize is the page size of paginated lists; 0 means 100. Large pages keep the request
 	// count low; lists are always read to the last page.
 	PageSize int
+	// DeviceSnapshotMaxAge is how old the project device list behind DeviceStatus may be;
+	// 0 means 1s, a negative value turns snapshots off (DeviceStatus reads by ID).
+	DeviceSnapshotMaxAge time.Duration
+	// DeviceSnapshotPageSize is the page size of that list; 0 means 1000, Packet's largest.
+	DeviceSnapshotPageSize int
 }
 
 // NormalizeAPIURL returns the base URL with exactly one trailing slash: packngo resolves paths
@@ -133,6 +147,15 @@ func New(opts Options) (Client, error) {
 		return nil, err
 	}
 	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: time.Now}
+	if opts.DeviceSnapshotMaxAge == 0 {
+		opts.DeviceSnapshotMaxAge = defaultSnapshotMaxAge
+	}
+	if opts.DeviceSnapshotMaxAge > 0 {
+		if opts.DeviceSnapshotPageSize <= 0 {
+			opts.DeviceSnapshotPageSize = maxPageSize
+		}
+		c.snapshots = newDeviceSnapshots(opts.DeviceSnapshotMaxAge, opts.DeviceSnapshotPageSize, c.now)
+	}
 	c.apis.New = func() any {
 		pc, _ := newAPI() // the options were checked above
 		return pc
@@ -149,6 +172,8 @@ type client struct {
 	limiter  *rate.Limiter
 	pageSize int
 	now      func() time.Time
+	// snapshots answer DeviceStatus; nil when turned off.
+	snapshots *deviceSnapshots
 
 	mu sync.Mutex
 	// blockedUntil is when Packet's last 429 stops applying. Until then calls fail fast

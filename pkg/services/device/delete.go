@@ -22,6 +22,10 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 	pm := s.scope.PacketMachine
 	id := s.scope.DeviceID()
 	if id == "" {
+		if s.staleCopy() {
+			// Removing the finalizer on the strength of this copy could leak the device.
+			return false, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, nil
+		}
 		found, res, err := s.adoptForDeletion(ctx)
 		if !found {
 			return err == nil && res.IsZero(), res, err
@@ -110,6 +114,7 @@ func (s *Service) gone(id string) {
 	pm := s.scope.PacketMachine
 	scope.MarkAPIAvailable(pm)
 	s.opts.Progress.Forget(id)
+	s.opts.SentCreates.forget(pm.UID)
 	pm.Status.InstanceStatus = ""
 	s.removeAnnotation(DeleteRequestedAnnotation)
 	record.Eventf(pm, "DeviceDeleted", "Device %s is deleted", id)

@@ -35,7 +35,10 @@ func (s *Service) Reconcile(ctx context.Context) (*packet.Device, ctrl.Result, e
 func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result, error) {
 	pm := s.scope.PacketMachine
 	if id := s.scope.DeviceID(); id != "" {
-		dev, err := s.scope.Packet.GetDevice(ctx, id)
+		s.opts.SentCreates.forget(pm.UID)
+		// Polls of a provisioning fleet share one list of the project's devices; a device that
+		// list does not show is read by ID, so the 404 below is always Packet's own answer.
+		dev, err := s.scope.Packet.DeviceStatus(ctx, s.scope.ProjectID(), id)
 		if packet.IsNotFound(err) {
 			// The device existed (its ID was recorded) and is gone: deleted out of band. A new
 			// one would be a different machine to Cluster API; remediation replaces the Machine.
@@ -53,6 +56,10 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 		return dev, ctrl.Result{}, nil
 	}
 
+	if s.staleCopy() {
+		// Acting on it could send a second create; the cache catches up within moments.
+		return nil, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, nil
+	}
 	dev, err := s.findByTags(ctx)
 	if err != nil {
 		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
@@ -84,8 +91,29 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 // project's devices. Devices being deprovisioned are not the machine's any more. Should there be
 // more than one, the oldest is adopted and the user told: the provider never deletes a device it
 // did not record, and never adds a third.
+//
+// Which list is asked depends on whether a create of ours may be unrecorded:
+//   - With CreateStartedAnnotation, a create was sent whose device is not recorded (its answer
+//     was lost, or the manager died); only a list read now can show that device, and even it may
+//     not yet (hence createInFlight).
+//   - Without it, and without spec.providerID, this provider never sent a create for the
+//     machine: the annotation is written (and confirmed by the API server) before every POST
+//     and only removed together with recording the device, or after Packet refused the create.
+//     A copy of the PacketMachine from the informer cache may be older than that, so this only
+//     holds once staleCopy has ruled that out, which needs SentCreates; without it the lookup
+//     asks Packet. Only a device created by someone else can carry the machine's tags: by the
+//     previous provider, which kept no annotation, or by a manager that died before recording
+//     it. Those devices are minutes old, not seconds, so the project list shared with
+//     DeviceStatus, at most a few seconds old, finds them as well as a new request would. This
+//     saves a request per machine without giving up adopting them. (A clusterctl move keeps
+//     the annotation and spec.providerID, and gives the PacketMachine a new UID, so the tag
+//     lookup after a move finds the same as before it.)
 func (s *Service) findByTags(ctx context.Context) (*packet.Device, error) {
-	devices, err := s.scope.Packet.FindDevicesByTags(ctx, s.scope.ProjectID(), s.scope.IdentityTags()...)
+	lookup := s.scope.Packet.RecentDevicesByTags
+	if _, createSent := s.scope.PacketMachine.Annotations[CreateStartedAnnotation]; createSent || s.opts.SentCreates == nil {
+		lookup = s.scope.Packet.FindDevicesByTags
+	}
+	devices, err := lookup(ctx, s.scope.ProjectID(), s.scope.IdentityTags()...)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +151,19 @@ func (s *Service) record(ctx context.Context, dev *packet.Device) error {
 	return s.scope.PatchNow(ctx)
 }
 
+// staleCopyRetry is how soon a reconcile that started from a stale copy looks again, at most;
+// never later than a poll would.
+const staleCopyRetry = time.Second
+
+// staleCopy reports whether the PacketMachine is an older copy than this process's own writes:
+// it shows neither a device nor a create in flight, yet this process sent a create for it that
+// Packet did not refuse. See SentCreates.
+func (s *Service) staleCopy() bool {
+	pm := s.scope.PacketMachine
+	_, annotated := pm.Annotations[CreateStartedAnnotation]
+	return !annotated && s.scope.DeviceID() == "" && s.opts.SentCreates.has(pm.UID)
+}
+
 // createInFlight returns how much longer an unanswered create may take to show in lists.
 func (s *Service) createInFlight() time.Duration {
 	started, ok := s.annotationTime(CreateStartedAnnotation)
@@ -158,6 +199,7 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 	if err := s.scope.PatchNow(ctx); err != nil {
 		return nil, ctrl.Result{}, err
 	}
+	s.opts.SentCreates.add(pm.UID)
 
 	var lastErr error
 	for _, hr := range candidates {
@@ -188,6 +230,7 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 
 	// Packet refused every request, so no device was created and there is nothing to wait for.
 	s.removeAnnotation(CreateStartedAnnotation)
+	s.opts.SentCreates.forget(pm.UID)
 	if kind := packet.KindOf(lastErr); req.HardwareReservationID != "" && (kind == packet.KindCapacity || kind == packet.KindNotFound) {
 		scope.MarkAPIAvailable(pm)
 		s.setCondition(metav1.ConditionFalse, infrav1.HardwareReservationUnavailableReason,

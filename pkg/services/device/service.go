@@ -41,6 +41,9 @@ type Options struct {
 	Now func() time.Time
 	// Progress remembers provisioning progress between reconciles; nil keeps none.
 	Progress *Progress
+	// SentCreates remembers this process's creates, to recognise stale copies of a
+	// PacketMachine; nil remembers none, and every lookup before a create then asks Packet.
+	SentCreates *SentCreates
 }
 
 func (o Options) withDefaults() Options {

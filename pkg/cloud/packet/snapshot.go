@@ -1,0 +1,185 @@
+package packet
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/packethost/packngo"
+)
+
+// Device snapshots. A fleet of machines that are all provisioning would cost one
+// GET /devices/{id} per machine per poll, and at 1000 machines those polls alone exceed the
+// project's budget of 10 requests a second. One paginated list of the project's devices answers
+// every poll made within a few seconds of it instead.
+//
+// A snapshot is only ever evidence that a device exists in the state it shows. Lists lag: a new
+// device may be missing for a while and a deleted one may linger. So a device missing from the
+// snapshot is looked up by ID, and decisions that need "gone" (a 404) or that destroy something
+// never rely on a snapshot.
+//
+// Snapshots live in the client, so they are per API key, and are keyed by project. There is no
+// background goroutine: a snapshot is refreshed by the first caller that finds it too old, while
+// the others wait for that refresh. Memory is bounded by maxSnapshotDevices per project and by
+// dropping snapshots nobody asked for in snapshotIdleTTL.
+
+const (
+	// defaultSnapshotMaxAge is how old a snapshot may be and still answer; see Options.
+	defaultSnapshotMaxAge = time.Second
+	// maxPageSize is Packet's largest page: 1000 devices cost one request.
+	maxPageSize = 1000
+	// maxSnapshotDevices bounds a snapshot. A bigger project is polled by ID, as before.
+	maxSnapshotDevices = 10 * maxPageSize
+	// snapshotIdleTTL is how long an unused snapshot is kept.
+	snapshotIdleTTL = 5 * time.Minute
+)
+
+// deviceSnapshots holds the snapshots of one client's projects.
+type deviceSnapshots struct {
+	maxAge   time.Duration
+	pageSize int
+	now      func() time.Time
+
+	mu       sync.Mutex
+	projects map[string]*projectSnapshot
+}
+
+// projectSnapshot is the last list of one project's devices.
+type projectSnapshot struct {
+	// refreshing is a one-slot semaphore held by the caller that refreshes the snapshot, so one
+	// request serves everyone who asks meanwhile, and waiting respects each caller's context.
+	refreshing chan struct{}
+
+	// Guarded by deviceSnapshots.mu.
+	takenAt  time.Time
+	lastUsed time.Time
+	devices  map[string]Device
+	// tooBig is set when the project had more than maxSnapshotDevices devices: its devices are
+	// read by ID until the snapshot is older than snapshotIdleTTL and worth trying again.
+	tooBig bool
+}
+
+func newDeviceSnapshots(maxAge time.Duration, pageSize int, now func() time.Time) *deviceSnapshots {
+	return &deviceSnapshots{maxAge: maxAge, pageSize: pageSize, now: now, projects: map[string]*projectSnapshot{}}
+}
+
+// project returns the project's snapshot entry, and drops those nobody used for a while.
+func (s *deviceSnapshots) project(projectID string) *projectSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for id, p := range s.projects {
+		if now.Sub(p.lastUsed) > snapshotIdleTTL {
+			delete(s.projects, id)
+		}
+	}
+	p, ok := s.projects[projectID]
+	if !ok {
+		p = &projectSnapshot{refreshing: make(chan struct{}, 1)}
+		s.projects[projectID] = p
+	}
+	p.lastUsed = now
+	return p
+}
+
+// fresh returns the snapshot's devices if it was taken at most maxAge ago. ok is false when it
+// is older; a project too big to keep reports ok with no devices.
+func (s *deviceSnapshots) fresh(p *projectSnapshot) (devices map[string]Device, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	age := s.now().Sub(p.takenAt)
+	if p.tooBig {
+		return nil, age <= snapshotIdleTTL
+	}
+	return p.devices, p.devices != nil && age <= s.maxAge
+}
+
+// snapshot returns the project's devices as listed at most maxAge ago, listing them again if
+// the last list is older. The map is never written after it is stored, so callers may read it.
+func (c *client) snapshot(ctx context.Context, projectID string) (map[string]Device, error) {
+	p := c.snapshots.project(projectID)
+	if devices, ok := c.snapshots.fresh(p); ok {
+		return devices, nil
+	}
+	select {
+	case p.refreshing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.refreshing }()
+	// Someone else may have refreshed it while this caller waited.
+	if devices, ok := c.snapshots.fresh(p); ok {
+		return devices, nil
+	}
+	return c.refreshSnapshot(ctx, projectID, p)
+}
+
+// DeviceStatus answers from the project's snapshot when it shows the device, and otherwise
+// reads the device by ID: missing from a list is no evidence of anything.
+func (c *client) DeviceStatus(ctx context.Context, projectID, id string) (*Device, error) {
+	if c.snapshots == nil || projectID == "" {
+		return c.GetDevice(ctx, id)
+	}
+	// On any trouble with the list, do what a caller without a snapshot does.
+	if devices, err := c.snapshot(ctx, projectID); err == nil {
+		if dev, found := devices[id]; found {
+			return &dev, nil
+		}
+	}
+	return c.GetDevice(ctx, id)
+}
+
+// RecentDevicesByTags is FindDevicesByTags answered from the project's snapshot.
+func (c *client) RecentDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error) {
+	if c.snapshots == nil {
+		return c.FindDevicesByTags(ctx, projectID, tags...)
+	}
+	devices, err := c.snapshot(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	if devices == nil { // too big to keep: ask Packet to filter
+		return c.FindDevicesByTags(ctx, projectID, tags...)
+	}
+	var found []Device
+	for _, d := range devices {
+		if hasAllTags(d.Tags, tags) {
+			found = append(found, d)
+		}
+	}
+	return found, nil
+}
+
+// refreshSnapshot lists the project's devices page by page and stores them. A project with more
+// than maxSnapshotDevices devices gets no snapshot until its next refresh.
+func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *projectSnapshot) (map[string]Device, error) {
+	takenAt := c.snapshots.now()
+	devices := map[string]Device{}
+	for page := 1; ; page++ {
+		opts := &packngo.ListOptions{Page: page, PerPage: c.snapshots.pageSize, Includes: []string{"hardware_reservation", "metro"}}
+		var list []packngo.Device
+		err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
+			list, resp, err = api.Devices.List(projectID, opts)
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range list {
+			devices[list[i].ID] = *toDevice(&list[i])
+		}
+		if len(devices) > maxSnapshotDevices {
+			devices = nil
+			break
+		}
+		// packngo fills the Meta of a copy of opts, so the page count is not known here: a
+		// short page is the last one.
+		if len(list) < c.snapshots.pageSize {
+			break
+		}
+	}
+	c.snapshots.mu.Lock()
+	defer c.snapshots.mu.Unlock()
+	p.takenAt, p.devices, p.tooBig = takenAt, devices, devices == nil
+	return devices, nil
+}

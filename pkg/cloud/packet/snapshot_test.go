@@ -1,0 +1,214 @@
+package packet_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+)
+
+const (
+	listRoute = "GET /projects/{id}/devices"
+	getRoute  = "GET /devices/{id}"
+)
+
+// newSnapshotSim is newSim with a device snapshot that lives maxAge, listed two per page.
+func newSnapshotSim(t *testing.T, maxAge time.Duration) (*packetsim.Server, packet.Client) {
+	t.Helper()
+	sim, err := packetsim.New(packetsim.Options{Clock: packetsim.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
+	c, err := packet.New(packet.Options{APIURL: srv.URL + "/metal/v1", APIKey: packetsim.DefaultToken, QPS: 1000, Burst: 1000,
+		PageSize: 2, DeviceSnapshotMaxAge: maxAge, DeviceSnapshotPageSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim, c
+}
+
+func createDevices(t *testing.T, c packet.Client, n int) []*packet.Device {
+	t.Helper()
+	var out []*packet.Device
+	for i := range n {
+		d, err := c.CreateDevice(context.Background(), device(fmt.Sprintf("s%d", i), "cluster:a", fmt.Sprintf("machine:%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// calls returns how many requests of each route the simulator received since before.
+func calls(sim *packetsim.Server, before map[string]int) map[string]int {
+	out := map[string]int{}
+	for route, n := range sim.Counters() {
+		if d := n - before[route]; d > 0 {
+			out[route] = d
+		}
+	}
+	return out
+}
+
+func TestDeviceStatusAnswersManyPollsWithOneListAndMatchesGetDevice(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, time.Hour)
+	devices := createDevices(t, c, 5)
+	sim.Advance(time.Hour) // all active, with addresses
+
+	before := sim.Counters()
+	for range 3 {
+		for _, d := range devices {
+			got, err := c.DeviceStatus(ctx, project, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := c.GetDevice(ctx, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("DeviceStatus = %+v\nGetDevice    = %+v", got, want)
+			}
+		}
+	}
+	// Three pages of two, once; the GETs are the test's own comparisons.
+	if got, want := calls(sim, before), map[string]int{listRoute: 3, getRoute: 15}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
+}
+
+func TestDeviceStatusListsAgainOnceTheSnapshotIsOld(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, 300*time.Millisecond)
+	d := createDevices(t, c, 1)[0]
+	first, err := c.DeviceStatus(ctx, project, d.ID)
+	if err != nil || first.State == packet.DeviceStateActive {
+		t.Fatalf("new device: %+v, %v", first, err)
+	}
+	sim.Advance(time.Hour)
+	if got, _ := c.DeviceStatus(ctx, project, d.ID); got.State != first.State {
+		t.Fatalf("a fresh snapshot answered %q, want the listed %q", got.State, first.State)
+	}
+	time.Sleep(400 * time.Millisecond)
+	before := sim.Counters()
+	got, err := c.DeviceStatus(ctx, project, d.ID)
+	if err != nil || got.State != packet.DeviceStateActive {
+		t.Fatalf("after the snapshot aged: %+v, %v; want active", got, err)
+	}
+	if got, want := calls(sim, before), map[string]int{listRoute: 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
+}
+
+func TestDeviceStatusReadsByIDWhatTheListDoesNotShow(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, time.Hour)
+	createDevices(t, c, 1)
+	if _, err := c.DeviceStatus(ctx, project, createDevices(t, c, 1)[0].ID); err != nil { // takes the snapshot
+		t.Fatal(err)
+	}
+
+	// A device the list hides (list_lag) is still found, by ID, each time.
+	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultListLag, Count: 1, Duration: time.Hour})
+	lagging, err := c.CreateDevice(ctx, device("lagging", "cluster:a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := sim.Counters()
+	for range 2 {
+		got, err := c.DeviceStatus(ctx, project, lagging.ID)
+		if err != nil || got.ID != lagging.ID {
+			t.Fatalf("lagging device: %+v, %v", got, err)
+		}
+	}
+	if got, want := calls(sim, before), map[string]int{getRoute: 2}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
+
+	// A device that never existed is Packet's 404, not a guess from the list.
+	if _, err := c.DeviceStatus(ctx, project, "00000000-0000-4000-8000-00000000dead"); !packet.IsNotFound(err) {
+		t.Fatalf("unknown device: %v, want NotFound", err)
+	}
+}
+
+func TestDeviceStatusFallsBackToGetWhenTheListFails(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, time.Hour)
+	d := createDevices(t, c, 1)[0]
+	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultHTTPError, Route: listRoute, Status: 500, Count: 1})
+	got, err := c.DeviceStatus(ctx, project, d.ID)
+	if err != nil || got.ID != d.ID {
+		t.Fatalf("DeviceStatus while the list fails: %+v, %v", got, err)
+	}
+}
+
+func TestConcurrentPollsShareOneRefresh(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, time.Hour)
+	devices := createDevices(t, c, 4)
+	before := sim.Counters()
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.DeviceStatus(ctx, project, devices[i%len(devices)].ID); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got, want := calls(sim, before), map[string]int{listRoute: 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v (one list: two full pages and the empty one that ends it)", got, want)
+	}
+}
+
+func TestRecentDevicesByTagsUsesTheSnapshot(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, time.Hour)
+	devices := createDevices(t, c, 3)
+	if _, err := c.DeviceStatus(ctx, project, devices[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	before := sim.Counters()
+	found, err := c.RecentDevicesByTags(ctx, project, "cluster:a", "machine:2")
+	if err != nil || len(found) != 1 || found[0].ID != devices[2].ID {
+		t.Fatalf("RecentDevicesByTags = %+v, %v", found, err)
+	}
+	if none, err := c.RecentDevicesByTags(ctx, project, "cluster:a", "machine:9"); err != nil || len(none) != 0 {
+		t.Fatalf("RecentDevicesByTags for no device = %+v, %v", none, err)
+	}
+	if got := calls(sim, before); len(got) != 0 {
+		t.Fatalf("requests = %v, want none: the snapshot is fresh", got)
+	}
+}
+
+func TestDeviceStatusWithoutSnapshotsReadsByID(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, -1)
+	d := createDevices(t, c, 1)[0]
+	before := sim.Counters()
+	for range 3 {
+		if _, err := c.DeviceStatus(ctx, project, d.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := calls(sim, before), map[string]int{getRoute: 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
+}

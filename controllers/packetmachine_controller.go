@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -139,9 +138,9 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	creds, credErr := scope.ResolveCredentials(ctx, r.Client, pc, r.DefaultAPIKey)
+	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, r.DefaultAPIKey)
 	s, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
-		PacketCluster: pc, PacketMachine: pm, Credentials: creds})
+		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -150,14 +149,7 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
-	if credErr == nil {
-		s.Packet, credErr = r.Packet.ClientFor(creds.Source, creds.APIKey)
-	}
 	if credErr != nil {
-		var ce *scope.ErrCredentials
-		if !errors.As(credErr, &ce) {
-			credErr = &scope.ErrCredentials{Err: credErr}
-		}
 		return scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, credErr, scope.SlowRetry)
 	}
 

@@ -13,7 +13,9 @@ COPY . .
 ARG VERSION=dev
 ARG TARGETOS=linux
 ARG TARGETARCH
-RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+# The build cache lives at a path of its own (GOCACHE), kept between builds by the cache mount.
+ENV GOCACHE=/cache/go-build
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath \
       -ldflags "-s -w -X sigs.k8s.io/cluster-api-provider-packet/pkg/version.version=${VERSION}" \
       -o /out/manager . && \

@@ -52,9 +52,16 @@ func (s *Server) getBGPConfig(w http.ResponseWriter, r *http.Request) {
 // checked by hand because Go regexps have no lookahead.
 var md5Pattern = regexp.MustCompile(`^[a-zA-Z\d]{10,20}$`)
 
+// Go's regexp has no lookahead, so the API's rule (a lower-case letter, an upper-case letter
+// and a digit among 10–20 alphanumerics) is three patterns on top of md5Pattern, compiled once.
+var (
+	hasLower = regexp.MustCompile(`[a-z]`)
+	hasUpper = regexp.MustCompile(`[A-Z]`)
+	hasDigit = regexp.MustCompile(`\d`)
+)
+
 func validMD5(v string) bool {
-	return md5Pattern.MatchString(v) && regexp.MustCompile(`[a-z]`).MatchString(v) &&
-		regexp.MustCompile(`[A-Z]`).MatchString(v) && regexp.MustCompile(`\d`).MatchString(v)
+	return md5Pattern.MatchString(v) && hasLower.MatchString(v) && hasUpper.MatchString(v) && hasDigit.MatchString(v)
 }
 
 func (s *Server) createBGPConfig(w http.ResponseWriter, r *http.Request) {

@@ -20,7 +20,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/cache/go-bu
       -ldflags "-s -w -X sigs.k8s.io/cluster-api-provider-packet/pkg/version.version=${VERSION}" \
       -o /out/manager . && \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-s -w" \
-      -o /out/packetsim ./cmd/packetsim
+      -o /out/packetsim ./test/infrastructure/packetsim/cmd
 
 FROM gcr.io/distroless/static:nonroot AS packetsim
 COPY --from=builder /out/packetsim /packetsim

@@ -180,7 +180,7 @@ sandbox: sandbox-bins kubectl ## Run the local management plane on loopback unti
 .PHONY: sandbox-down
 sandbox-down: ## Stop a sandbox started by `make sandbox` (Ctrl-C does the same).
 	@if [ -x $(BIN)/sandbox ]; then $(BIN)/sandbox down --state-dir $(SANDBOX_STATE); \
-	else go run ./cmd/sandbox down --state-dir $(SANDBOX_STATE); fi
+	else go run ./test/infrastructure/sandbox/cmd down --state-dir $(SANDBOX_STATE); fi
 
 .PHONY: test-e2e
 test-e2e: sandbox-bins ## Run the e2e suite (ginkgo) on a sandbox it starts; artifacts in _artifacts/.
@@ -190,8 +190,8 @@ test-e2e: sandbox-bins ## Run the e2e suite (ginkgo) on a sandbox it starts; art
 
 .PHONY: sandbox-bins
 sandbox-bins: envtest-bins capi-managers capi-repository clusterctl clusterctl-repo build ## Build everything the sandbox and the e2e suite run.
-	go build -o $(BIN)/packetsim ./cmd/packetsim
-	go build -o $(BIN)/sandbox ./cmd/sandbox
+	go build -o $(BIN)/packetsim ./test/infrastructure/packetsim/cmd
+	go build -o $(BIN)/sandbox ./test/infrastructure/sandbox/cmd
 
 .PHONY: capi-managers
 capi-managers: $(CAPI_MANAGERS) ## Build the Cluster API $(CAPI_VERSION) core, kubeadm bootstrap and control-plane managers.
@@ -326,7 +326,7 @@ docker-build: ## Build the manager image $(IMG) with Docker (needs a Docker daem
 docker-push: ## Push the manager image $(IMG).
 	docker push $(IMG)
 
-# The simulator image the Tilt loop runs next to the manager (config/tilt/packetsim.yaml).
+# The simulator image the Tilt loop runs next to the manager (test/infrastructure/packetsim/config/tilt.yaml).
 PACKETSIM_IMG ?= quay.io/equinix-oss/cluster-api-provider-packet-sim:dev
 
 .PHONY: docker-build-packetsim

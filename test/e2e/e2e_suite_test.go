@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/sandbox"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
 var (

@@ -26,7 +26,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/sandbox"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
 // testNamespace creates a namespace for one spec and registers its cleanup: delete every Cluster

@@ -1,4 +1,4 @@
-// Package e2e is the end-to-end suite: it starts the sandbox (pkg/sandbox) — kube-apiserver,
+// Package e2e is the end-to-end suite: it starts the sandbox (test/infrastructure/sandbox) — kube-apiserver,
 // the Packet API simulator, the Cluster API managers and this provider's manager, installed by
 // `clusterctl init --infrastructure packet` — and drives clusters through it. Run it with
 // `make test-e2e`; under a plain `go test ./...` it skips itself (PACKET_E2E is unset).
@@ -193,7 +193,7 @@ func (c *SimClient) SSHKeys(ctx context.Context) ([]SSHKey, error) {
 	return out.Keys, c.do(ctx, http.MethodGet, "/metal/v1/projects/"+c.ProjectID+"/ssh-keys", nil, &out)
 }
 
-// Fault is a fault to inject (see pkg/packetsim.Fault).
+// Fault is a fault to inject (see test/infrastructure/packetsim.Fault).
 type Fault struct {
 	Kind        string  `json:"kind"`
 	Route       string  `json:"route,omitempty"`

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
 )
 

@@ -21,7 +21,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 func main() {
@@ -34,7 +34,7 @@ func run() error {
 	listen := flag.String("listen", "127.0.0.1:4000", "address to listen on")
 	tokens := flag.String("tokens", packetsim.DefaultToken,
 		"comma-separated API tokens; token=projectA|projectB limits a token to those projects")
-	seedFile := flag.String("seed", "", "seed YAML file (default: the built-in seed, see pkg/packetsim/seed/default.yaml)")
+	seedFile := flag.String("seed", "", "seed YAML file (default: the built-in seed, see test/infrastructure/packetsim/seed/default.yaml)")
 	stateFile := flag.String("state-file", "", "file the state is kept in across restarts (written atomically)")
 	timing := flag.String("timing", "fast", "timing profile: realistic, fast, sandbox (active in ~20s) or instant")
 	perPage := flag.Int("per-page", 10, "default per_page of paginated lists")

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/sandbox"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
 func main() {

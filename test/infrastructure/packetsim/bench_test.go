@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 // The benchmarks go over real HTTP (keep-alive client, like a provider that

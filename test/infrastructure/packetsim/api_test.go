@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/packethost/packngo"
 
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 var _ = Describe("elastic IPs", func() {

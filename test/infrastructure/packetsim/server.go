@@ -36,6 +36,7 @@ type Server struct {
 	limiter  *rateLimiter
 	recorder *recorder
 	metrics  *metrics
+	consoles consoles
 	mux      *http.ServeMux
 	handler  http.Handler
 
@@ -185,6 +186,7 @@ func (s *Server) routes() {
 	api("DELETE /virtual-networks/{id}", s.deleteVirtualNetwork)
 
 	s.controlRoutes(m)
+	s.consoleRoutes(m)
 	m.Handle("GET /metrics", s.metrics.handler)
 	s.mux = m
 }

@@ -4,6 +4,9 @@
 //
 // Point packngo at http://127.0.0.1:4000/metal/v1/ (the trailing slash
 // matters). The control API is under /_sim/ and metrics under /metrics.
+//
+// With --boot, devices also boot their user-data (package bootemu): kubeadm init and join
+// bring up emulated workload clusters on the control-plane endpoints.
 package main
 
 import (
@@ -19,8 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/bootemu"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -41,6 +46,8 @@ func run() error {
 	faultsFile := flag.String("faults", "", "fault profile YAML/JSON file: {faults: [{kind: ..., ...}]}")
 	rateLimit := flag.String("rate-limit", "", "token bucket per API token as rate/s[:burst], e.g. 10:20 (default off)")
 	randomSeed := flag.Int64("random-seed", 1, "seed of the RNG behind probabilistic faults")
+	boot := flag.Bool("boot", false, "boot active devices' user-data into emulated workload clusters (package bootemu)")
+	joinTimeout := flag.Duration("boot-join-timeout", 5*time.Minute, "how long an emulated kubeadm join waits for its control plane")
 	flag.Parse()
 
 	opts := packetsim.Options{PerPage: *perPage, StateFile: *stateFile, RandomSeed: *randomSeed, Log: os.Stderr,
@@ -83,6 +90,17 @@ func run() error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Printf("packetsim: serving http://%s/metal/v1/ (timing %s, per_page %d)", *listen, *timing, *perPage)
+	ctx, stopBoot := context.WithCancel(context.Background())
+	defer stopBoot()
+	if *boot {
+		emu, err := bootemu.New(sim, bootemu.Options{MetalURL: "http://" + *listen + "/metal/v1/", Token: firstToken(opts.Tokens),
+			JoinTimeout: *joinTimeout, RebootTime: t.PowerOn, Log: klog.NewKlogr().WithName("bootemu")})
+		if err != nil {
+			return err
+		}
+		go func() { _ = emu.Run(ctx) }()
+		log.Printf("packetsim: boot emulation on: active devices boot their user-data")
+	}
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -94,10 +112,23 @@ func run() error {
 	case sig := <-stop:
 		log.Printf("packetsim: %s, shutting down", sig)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	stopBoot()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(ctx)
+	_ = srv.Shutdown(shutdownCtx)
 	return sim.Close() // writes the state file
+}
+
+// firstToken is a token the emulated CPEM can use: the first, in order, of those not limited to
+// some projects.
+func firstToken(tokens map[string][]string) string {
+	best := ""
+	for t, projects := range tokens {
+		if projects == nil && (best == "" || t < best) {
+			best = t
+		}
+	}
+	return best
 }
 
 // parseTokens reads "a,b=p1|p2" into token → allowed projects (nil = all).

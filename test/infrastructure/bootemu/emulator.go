@@ -1,0 +1,285 @@
+package bootemu
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/packethost/packngo"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
+)
+
+// Options tune the emulation.
+type Options struct {
+	// MetalURL and Token are the Packet API the emulated CPEM calls to move an elastic IP (the
+	// simulator's own, e.g. http://127.0.0.1:4000/metal/v1/); without them it never moves one.
+	MetalURL, Token string
+	// Interval is how often devices are looked at (default 500ms).
+	Interval time.Duration
+	// JoinTimeout is how long kubeadm join's discovery retries (kubeadm's default: 5m).
+	JoinTimeout time.Duration
+	// RebootTime is how long a rebooted host's Node stays NotReady (default 10s).
+	RebootTime time.Duration
+	// MoveRetry is how soon the emulated CPEM tries again to move an elastic IP (default 5s).
+	MoveRetry time.Duration
+	Log       logr.Logger
+}
+
+// Emulator boots the simulator's devices into workload clusters.
+type Emulator struct {
+	sim   *packetsim.Server
+	opts  Options
+	log   logr.Logger
+	mgr   inmemoryruntime.Manager
+	metal *packngo.Client
+
+	// hosts and clusters are touched by Step only.
+	hosts    map[string]*host            // by device ID
+	clusters map[string]*workloadCluster // by endpoint
+	lastMove map[string]time.Time        // by endpoint
+}
+
+// New returns an emulation of the devices of sim; Run starts it.
+func New(sim *packetsim.Server, opts Options) (*Emulator, error) {
+	if opts.Interval <= 0 {
+		opts.Interval = 500 * time.Millisecond
+	}
+	if opts.JoinTimeout <= 0 {
+		opts.JoinTimeout = 5 * time.Minute
+	}
+	if opts.RebootTime <= 0 {
+		opts.RebootTime = 10 * time.Second
+	}
+	if opts.MoveRetry <= 0 {
+		opts.MoveRetry = 5 * time.Second
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	e := &Emulator{sim: sim, opts: opts, log: opts.Log, mgr: inmemoryruntime.NewManager(scheme),
+		hosts: map[string]*host{}, clusters: map[string]*workloadCluster{}, lastMove: map[string]time.Time{}}
+	if opts.MetalURL != "" {
+		c, err := packngo.NewClientWithBaseURL("bootemu-cpem", opts.Token, nil, opts.MetalURL)
+		if err != nil {
+			return nil, fmt.Errorf("packet API client for the emulated CPEM: %w", err)
+		}
+		e.metal = c
+	}
+	return e, nil
+}
+
+// Start starts the in-memory runtime that holds the workload clusters' objects; Run calls it.
+func (e *Emulator) Start(ctx context.Context) error { return e.mgr.Start(ctx) }
+
+// Close closes every endpoint.
+func (e *Emulator) Close() {
+	for _, c := range e.clusters {
+		c.stop()
+	}
+}
+
+// Run emulates until ctx ends, then closes every endpoint.
+func (e *Emulator) Run(ctx context.Context) error {
+	if err := e.Start(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(e.opts.Interval)
+	defer t.Stop()
+	defer e.Close()
+	for {
+		e.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Step looks at every device once: boots new ones, follows power states, removes what is gone,
+// and routes each cluster's endpoint. Run calls it; tests may call it directly.
+func (e *Emulator) Step(ctx context.Context) {
+	now := e.sim.Now()
+	devices := map[string]*packetsim.Device{}
+	for _, d := range e.sim.Devices("") {
+		devices[d.ID] = &d
+		e.observe(ctx, e.hosts[d.ID], &d, now)
+	}
+	for id, h := range e.hosts {
+		if devices[id] == nil {
+			e.console(h, "power: device deleted")
+			e.shutdown(ctx, h)
+			delete(e.hosts, id)
+		}
+	}
+	e.route(ctx, devices, now)
+}
+
+func (e *Emulator) observe(ctx context.Context, h *host, d *packetsim.Device, now time.Time) {
+	if h == nil {
+		if d.State != packetsim.StateActive {
+			return
+		}
+		h = e.firstBoot(d)
+		e.hosts[d.ID] = h
+	}
+	if h.failed != "" || h.boot == nil {
+		return
+	}
+	for _, ev := range d.Events[min(h.events, len(d.Events)):] {
+		if ev.Type == "power.reboot" {
+			h.downUntil = now.Add(e.opts.RebootTime)
+			e.console(h, "reboot: system is going down; back in %s", e.opts.RebootTime)
+		}
+	}
+	h.events = len(d.Events)
+	if !h.joined {
+		if h.up(d, now) {
+			e.runKubeadm(ctx, h, d, now)
+		}
+		return
+	}
+	wc := e.mgr.GetResourceGroup(h.cluster.endpoint).GetClient()
+	if err := setNodeReady(ctx, wc, h.boot.NodeName, h.up(d, now)); err != nil {
+		e.log.Error(err, "Updating node readiness", "node", h.boot.NodeName)
+	}
+}
+
+// addresses are the Node's addresses: the device's management IPs, as CPEM reports them.
+func (e *Emulator) addresses(d *packetsim.Device) []corev1.NodeAddress {
+	types := map[string]string{}
+	for _, r := range e.sim.IPReservations(d.ProjectID) {
+		types[r.ID] = r.Type
+	}
+	out := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: d.Hostname}}
+	for _, a := range e.sim.IPAssignments(d.ProjectID) {
+		if a.DeviceID != d.ID || !a.Management {
+			continue
+		}
+		switch types[a.ReservationID] {
+		case "private_ipv4":
+			out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.Address})
+		default:
+			out = append(out, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: a.Address})
+		}
+	}
+	return out
+}
+
+// route decides, for each cluster, whether Packet delivers traffic for its endpoint to a live
+// control plane, opens or closes the endpoint accordingly, and lets the emulated CPEM move the
+// elastic IP when its holder is gone. A cluster without control planes left is dropped.
+func (e *Emulator) route(ctx context.Context, devices map[string]*packetsim.Device, now time.Time) {
+	for endpoint, c := range e.clusters {
+		var live []*host
+		members := 0
+		for _, h := range e.hosts {
+			if h.cluster != c || !h.joined || !h.controlPlane() {
+				continue
+			}
+			members++
+			if h.up(devices[h.deviceID], now) {
+				live = append(live, h)
+			}
+		}
+		if members == 0 {
+			c.stop()
+			e.mgr.DeleteResourceGroup(endpoint)
+			delete(e.clusters, endpoint)
+			delete(e.lastMove, endpoint)
+			e.log.Info("Workload cluster gone: no control plane left", "endpoint", endpoint)
+			continue
+		}
+		slices.SortFunc(live, func(a, b *host) int { return strings.Compare(a.boot.NodeName, b.boot.NodeName) })
+		holder, routed := e.routedTo(c, live, now)
+		if routed {
+			if err := c.serve(); err != nil {
+				e.log.Error(err, "Opening the control-plane endpoint")
+			}
+		} else {
+			c.stop()
+		}
+		if !routed && len(live) > 0 && c.cloudProvider && !c.kubeVIP && c.everServed {
+			e.moveElasticIP(c, holder, live[0], now)
+		}
+	}
+}
+
+// routedTo reports whether the endpoint reaches a live control plane, and which assignment of
+// the address exists (nil when none).
+func (e *Emulator) routedTo(c *workloadCluster, live []*host, now time.Time) (*packetsim.IPAssignment, bool) {
+	if len(live) == 0 {
+		return nil, false
+	}
+	projectID := live[0].projectID
+	if c.kubeVIP {
+		if !e.reserved(projectID, c.host()) {
+			return nil, false
+		}
+		for _, s := range e.sim.BGPSessions(projectID) {
+			for _, h := range live {
+				if s.DeviceID == h.deviceID {
+					return nil, true
+				}
+			}
+		}
+		return nil, false
+	}
+	for _, a := range e.sim.IPAssignments(projectID) {
+		if a.Address != c.host() || a.Management {
+			continue
+		}
+		if now.Before(a.VisibleAt) {
+			return nil, false
+		}
+		for _, h := range live {
+			if a.DeviceID == h.deviceID {
+				return nil, true
+			}
+		}
+		return &a, false
+	}
+	return nil, false
+}
+
+func (e *Emulator) reserved(projectID, address string) bool {
+	for _, r := range e.sim.IPReservations(projectID) {
+		if r.Network == address && !r.Management {
+			return true
+		}
+	}
+	return false
+}
+
+// moveElasticIP is what CPEM does when the control plane holding the elastic IP is gone: assign
+// the address to a live one, through the Packet API.
+func (e *Emulator) moveElasticIP(c *workloadCluster, stale *packetsim.IPAssignment, to *host, now time.Time) {
+	if e.metal == nil || now.Sub(e.lastMove[c.endpoint]) < e.opts.MoveRetry {
+		return
+	}
+	e.lastMove[c.endpoint] = now
+	if stale != nil {
+		if _, err := e.metal.DeviceIPs.Unassign(stale.ID); err != nil {
+			e.log.Info("CPEM: unassigning the elastic IP failed; will retry", "endpoint", c.endpoint, "error", err.Error())
+			return
+		}
+	}
+	if _, _, err := e.metal.DeviceIPs.Assign(to.deviceID, &packngo.AddressStruct{Address: c.host() + "/32"}); err != nil {
+		e.log.Info("CPEM: assigning the elastic IP failed; will retry", "endpoint", c.endpoint, "device", to.deviceID, "error", err.Error())
+		return
+	}
+	e.log.Info("CPEM: moved the elastic IP to a live control plane", "endpoint", c.endpoint, "device", to.deviceID, "node", to.boot.NodeName)
+}

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 // harness is one measured environment: a real kube-apiserver and etcd (envtest), the Packet API

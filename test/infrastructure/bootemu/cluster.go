@@ -153,7 +153,7 @@ func (c *workloadCluster) serve() error {
 	}
 	srv := &http.Server{Handler: c.handler, ReadHeaderTimeout: 10 * time.Second,
 		// go-restful writes headers twice on some errors; net/http would log each of those.
-		ErrorLog: log.New(io.Discard, "", 0),
+		ErrorLog:  log.New(io.Discard, "", 0),
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: c.certificate}}
 	go func() {
 		if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {

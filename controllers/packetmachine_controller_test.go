@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 const testPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVzZXIta2V5LWZvci10aGUtbWFjaGluZS10ZXN0cw== user@test"

@@ -17,10 +17,10 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/capacity"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/machineip"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 const (

@@ -21,8 +21,8 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 // The controller suite: the real kube-apiserver and etcd (envtest), the Packet API simulator on a

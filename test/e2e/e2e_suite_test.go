@@ -46,6 +46,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	_, err := fmt.Sscan(envOr("E2E_PORT_BASE", "17400"), &cfg.PortBase)
 	Expect(err).NotTo(HaveOccurred())
 	cfg.SimTiming = envOr("E2E_SIM_TIMING", "fast")
+	// Not the addresses of a `make sandbox` that may be running beside the suite.
+	cfg.SimPublicIPv4 = "127.65.0.0/16"
 	if v := os.Getenv("SANDBOX_PROVIDER_COMPONENTS"); v != "" {
 		cfg.ProviderComponents = v
 	}

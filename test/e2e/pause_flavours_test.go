@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,7 +106,7 @@ var _ = Describe("Template flavours", func() {
 		if title == "" {
 			title = "default"
 		}
-		It("applies the "+title+" flavour and its PacketCluster becomes provisioned", func(ctx SpecContext) {
+		It("applies the "+title+" flavour, and the Cluster becomes Available with a Node per Machine", func(ctx SpecContext) {
 			ns := testNamespace(ctx, "flavour-"+title)
 			name := "f-" + title
 			applyYAML(ctx, ns, generateCluster(ctx, ns, name, flavour, "--control-plane-machine-count", "1", "--worker-machine-count", "1"))
@@ -125,7 +124,10 @@ var _ = Describe("Template flavours", func() {
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
 				g.Expect(c.Status.Initialization.InfrastructureProvisioned).To(HaveValue(BeTrue()), "Cluster infrastructure provisioned")
 			}).WithContext(ctx).Should(Succeed())
-			Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+			By("the workload cluster comes up: every Machine's device boots into a Node")
+			waitClusterAvailable(ctx, ns, name, 1, 1, 4*time.Minute)
+			expectNodesMatchMachines(ctx, ns, name)
+			deleteClusterAndExpectNoDevices(ctx, ns, name)
 		})
 	}
 })

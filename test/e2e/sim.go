@@ -272,3 +272,30 @@ func filter[T any](in []T, keep func(T) bool) []T {
 	}
 	return out
 }
+
+// DeviceAction posts a device action (power_off, power_on, reboot, reinstall) as a Packet user
+// would.
+func (c *SimClient) DeviceAction(ctx context.Context, id, action string) error {
+	return c.do(ctx, http.MethodPost, "/metal/v1/devices/"+id+"/actions", map[string]string{"type": action}, nil)
+}
+
+// Console returns a device's serial console, where the boot emulation says why a host did not
+// join its cluster.
+func (c *SimClient) Console(ctx context.Context, id string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+"/_sim/devices/"+id+"/console", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	return string(data), err
+}
+
+// RemoveFault lifts one fault.
+func (c *SimClient) RemoveFault(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/_sim/faults/"+id, nil, nil)
+}

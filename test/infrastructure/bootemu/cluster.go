@@ -189,12 +189,15 @@ func (c *workloadCluster) certificate(hello *tls.ClientHelloInfo) (*tls.Certific
 
 func decodeKeyPair(kp KeyPair) (*x509.Certificate, *rsa.PrivateKey, error) {
 	cert, err := certs.DecodeCertPEM(kp.Cert)
-	if err != nil || cert == nil {
-		return nil, nil, fmt.Errorf("certificate is not PEM: %v", err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certificate is not PEM: %w", err)
+	}
+	if cert == nil {
+		return nil, nil, errors.New("no PEM certificate")
 	}
 	key, err := certs.DecodePrivateKeyPEM(kp.Key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("key is not PEM: %v", err)
+		return nil, nil, fmt.Errorf("key is not PEM: %w", err)
 	}
 	rsaKey, ok := key.(*rsa.PrivateKey)
 	if !ok {

@@ -125,8 +125,12 @@ func ParseUserData(userData string, id Identity) (*Boot, error) {
 		switch v := c.(type) {
 		case string:
 			commands = append(commands, v)
-		case []any:
-			commands = append(commands, strings.Trim(fmt.Sprint(v...), "[]"))
+		case []any: // the exec form: [kubeadm, join, --config, file]
+			words := make([]string, len(v))
+			for i, w := range v {
+				words[i] = fmt.Sprint(w)
+			}
+			commands = append(commands, strings.Join(words, " "))
 		}
 	}
 	return fromFiles(files, commands, id)
@@ -147,19 +151,27 @@ func fromFiles(files map[string]string, commands []string, id Identity) (*Boot, 
 	if strings.Contains(all, "cloud-provider-equinix-metal") {
 		b.CloudProvider = true
 	}
-	switch {
-	case strings.Contains(all, "kubeadm init"):
+	m := kubeadmCommand.FindStringSubmatch(all)
+	if m == nil {
+		return nil, bootErrorf("cloud-init: runcmd runs neither kubeadm init nor kubeadm join")
+	}
+	switch config := m[2]; m[1] {
+	case "init":
 		b.Role = RoleInit
-		if err := b.readInit(files[kubeadmInitConfigPath]); err != nil {
-			return nil, err
+		if config == "" {
+			config = kubeadmInitConfigPath
 		}
-	case strings.Contains(all, "kubeadm join"):
-		b.Role = RoleWorkerJoin
-		if err := b.readJoin(files[kubeadmJoinConfigPath]); err != nil {
+		if err := b.readInit(files[config], config); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, bootErrorf("cloud-init: runcmd runs neither kubeadm init nor kubeadm join")
+		b.Role = RoleWorkerJoin
+		if config == "" {
+			config = kubeadmJoinConfigPath
+		}
+		if err := b.readJoin(files[config], config); err != nil {
+			return nil, err
+		}
 	}
 	if b.Role != RoleWorkerJoin {
 		b.CA = KeyPair{Cert: []byte(files[caCertPath]), Key: []byte(files[caKeyPath])}
@@ -193,8 +205,11 @@ type kubeadmDoc struct {
 	ControlPlane *struct{} `json:"controlPlane"`
 }
 
-func (b *Boot) readInit(config string) error {
-	docs, raw, err := kubeadmDocs(config, kubeadmInitConfigPath)
+// kubeadmCommand finds the kubeadm command a payload runs and the configuration file it reads.
+var kubeadmCommand = regexp.MustCompile(`kubeadm (init|join)\b(?:[^\n]*?--config[ =](\S+))?`)
+
+func (b *Boot) readInit(config, path string) error {
+	docs, raw, err := kubeadmDocs(config, path)
 	if err != nil {
 		return err
 	}
@@ -210,13 +225,13 @@ func (b *Boot) readInit(config string) error {
 		}
 	}
 	if b.Endpoint == "" {
-		return bootErrorf("kubeadm init: %s has no ClusterConfiguration with a controlPlaneEndpoint", kubeadmInitConfigPath)
+		return bootErrorf("kubeadm init: %s has no ClusterConfiguration with a controlPlaneEndpoint", path)
 	}
 	return nil
 }
 
-func (b *Boot) readJoin(config string) error {
-	docs, _, err := kubeadmDocs(config, kubeadmJoinConfigPath)
+func (b *Boot) readJoin(config, path string) error {
+	docs, _, err := kubeadmDocs(config, path)
 	if err != nil {
 		return err
 	}
@@ -234,7 +249,7 @@ func (b *Boot) readJoin(config string) error {
 		}
 	}
 	if b.Endpoint == "" || b.Token == "" {
-		return bootErrorf("kubeadm join: %s has no JoinConfiguration with bootstrap-token discovery", kubeadmJoinConfigPath)
+		return bootErrorf("kubeadm join: %s has no JoinConfiguration with bootstrap-token discovery", path)
 	}
 	return nil
 }

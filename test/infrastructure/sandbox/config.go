@@ -50,6 +50,10 @@ type Config struct {
 	PortBase int
 	// SimTiming is the simulator's timing profile (default "sandbox": devices active in ~20s).
 	SimTiming string
+	// SimPublicIPv4 is the loopback prefix the simulator's elastic IPs come from (default
+	// 127.64.0.0/16). Workload clusters answer on those addresses, so two sandboxes running at
+	// once need different ones.
+	SimPublicIPv4 string
 	// SimFaults is an optional fault profile file for the simulator.
 	SimFaults string
 	// ExtraManagerArgs are appended to this provider's manager command line.

@@ -198,6 +198,9 @@ func (s *Sandbox) plan() {
 func (s *Sandbox) simArgs() []string {
 	args := []string{fmt.Sprintf("--listen=127.0.0.1:%d", s.ports.Packetsim), "--timing=" + s.cfg.SimTiming,
 		"--state-file=" + filepath.Join(s.cfg.StateDir, "packetsim", "state.json"), "--boot"}
+	if s.cfg.SimPublicIPv4 != "" {
+		args = append(args, "--public-ipv4-pool="+s.cfg.SimPublicIPv4)
+	}
 	if s.cfg.SimFaults != "" {
 		args = append(args, "--faults="+s.cfg.SimFaults)
 	}

@@ -46,6 +46,7 @@ func run() error {
 	faultsFile := flag.String("faults", "", "fault profile YAML/JSON file: {faults: [{kind: ..., ...}]}")
 	rateLimit := flag.String("rate-limit", "", "token bucket per API token as rate/s[:burst], e.g. 10:20 (default off)")
 	randomSeed := flag.Int64("random-seed", 1, "seed of the RNG behind probabilistic faults")
+	publicPool := flag.String("public-ipv4-pool", "", "the prefix public IPv4 addresses come from (default: the seed's, 127.64.0.0/16)")
 	boot := flag.Bool("boot", false, "boot active devices' user-data into emulated workload clusters (package bootemu)")
 	joinTimeout := flag.Duration("boot-join-timeout", 5*time.Minute, "how long an emulated kubeadm join waits for its control plane")
 	flag.Parse()
@@ -61,6 +62,12 @@ func run() error {
 		if opts.Seed, err = packetsim.LoadSeed(*seedFile); err != nil {
 			return err
 		}
+	}
+	if *publicPool != "" {
+		if opts.Seed == nil {
+			opts.Seed = packetsim.DefaultSeed()
+		}
+		opts.Seed.IPPools.PublicIPv4 = *publicPool
 	}
 	if *rateLimit != "" {
 		if _, err := fmt.Sscanf(strings.Replace(*rateLimit, ":", " ", 1), "%g %d", &opts.RateLimit.PerSecond, &opts.RateLimit.Burst); err != nil &&

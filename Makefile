@@ -271,7 +271,7 @@ IMG ?= $(REGISTRY)/$(IMAGE_NAME):$(IMAGE_TAG)
 DEFAULT_IMAGE := quay.io/equinix-oss/cluster-api-provider-packet
 RELEASE_DIR ?= $(ROOT)/out/release
 CLUSTERCTL_REPO_DIR ?= $(ROOT)/out/clusterctl-repo
-TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology
+TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar
 
 .PHONY: generate-templates
 generate-templates: $(KUSTOMIZE) ## Build templates/cluster-template*.yaml from templates/flavors (kustomize).

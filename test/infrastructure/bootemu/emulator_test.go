@@ -1,6 +1,7 @@
 package bootemu
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +32,10 @@ func bootControlPlane(t *testing.T, e *env, c *cluster, eip string) (string, cli
 	return id, c.client(t)
 }
 
-func nodes(t *testing.T, wc client.Client) map[string]corev1.Node {
+func nodes(t testing.TB, wc client.Client) map[string]corev1.Node {
 	t.Helper()
 	list := &corev1.NodeList{}
-	if err := wc.List(t.Context(), list); err != nil {
+	if err := wc.List(context.Background(), list); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]corev1.Node{}
@@ -53,14 +54,14 @@ func ready(n corev1.Node) corev1.ConditionStatus {
 	return ""
 }
 
-func createToken(t *testing.T, wc client.Client) {
+func createToken(t testing.TB, wc client.Client) {
 	t.Helper()
 	id, sec, _ := strings.Cut(testToken, ".")
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + id},
 		Type: "bootstrap.kubernetes.io/token",
 		Data: map[string][]byte{"token-id": []byte(id), "token-secret": []byte(sec), "usage-bootstrap-authentication": []byte("true"),
 			"expiration": []byte(time.Now().Add(time.Hour).Format(time.RFC3339))}}
-	if err := wc.Create(t.Context(), s); err != nil {
+	if err := wc.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -101,11 +102,14 @@ func TestInitAnswersOnlyOnceTheElasticIPIsRouted(t *testing.T) {
 		t.Errorf("kubelet version %q, want the ClusterConfiguration's v1.36.3", n.Status.NodeInfo.KubeletVersion)
 	}
 	pods := &corev1.PodList{}
-	if err := wc.List(t.Context(), pods, client.InNamespace("kube-system")); err != nil || len(pods.Items) != 4 {
+	if err := wc.List(context.Background(), pods, client.InNamespace("kube-system")); err != nil || len(pods.Items) != 4 {
 		t.Fatalf("static pods = %d (%v), want etcd, kube-apiserver, kube-scheduler, kube-controller-manager", len(pods.Items), err)
 	}
+	if err := wc.Get(context.Background(), client.ObjectKey{Name: "kube-system"}, &corev1.Namespace{}); err != nil {
+		t.Errorf("kube-system namespace: %v (Cluster API's drain looks it up)", err)
+	}
 	cm := &corev1.ConfigMap{}
-	if err := wc.Get(t.Context(), client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, cm); err != nil ||
+	if err := wc.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, cm); err != nil ||
 		!strings.Contains(cm.Data["ClusterConfiguration"], "controlPlaneEndpoint: "+c.endpoint) {
 		t.Fatalf("kubeadm-config = %v, %v; want the bootstrap data's ClusterConfiguration", cm.Data, err)
 	}
@@ -203,7 +207,7 @@ func TestCPEMMovesTheElasticIPToALiveControlPlane(t *testing.T) {
 		t.Fatalf("%d nodes after the control-plane join, want 2; console:\n%s", got, e.console(second))
 	}
 	etcd := &corev1.PodList{}
-	if err := wc.List(t.Context(), etcd, client.MatchingLabels{"component": "etcd"}); err != nil || len(etcd.Items) != 2 {
+	if err := wc.List(context.Background(), etcd, client.MatchingLabels{"component": "etcd"}); err != nil || len(etcd.Items) != 2 {
 		t.Fatalf("etcd members = %d, %v; want 2", len(etcd.Items), err)
 	}
 

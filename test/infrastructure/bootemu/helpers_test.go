@@ -34,14 +34,14 @@ const testPool = "127.70.0.0/16"
 // env is a simulator on a virtual clock behind a real HTTP listener, the emulation of its
 // devices, and a packngo client: what a provider and a workload cluster see.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	sim   *packetsim.Server
 	metal *packngo.Client
 	emu   *Emulator
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	seed := packetsim.DefaultSeed()
 	seed.IPPools.PublicIPv4 = testPool
@@ -56,7 +56,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	emu, err := New(sim, Options{MetalURL: srv.URL + "/metal/v1/", Token: packetsim.DefaultToken, JoinTimeout: time.Minute,
-		RebootTime: 5 * time.Second, Log: testr.New(t)})
+		RebootTime: 5 * time.Second, Log: testr.NewWithInterface(t, testr.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ type cluster struct {
 	certs          secret.Certificates
 }
 
-func newCluster(t *testing.T, name, eip string) *cluster {
+func newCluster(t testing.TB, name, eip string) *cluster {
 	t.Helper()
 	c := secret.NewCertificatesForInitialControlPlane(&bootstrapv1.ClusterConfiguration{})
 	if err := c.Generate(); err != nil {
@@ -150,7 +150,7 @@ func (c *cluster) caHash() string {
 }
 
 // init is the user-data of the first control plane, Jinja header and all.
-func (c *cluster) init(t *testing.T, version string) string {
+func (c *cluster) init(t testing.TB, version string) string {
 	t.Helper()
 	out, err := cloudinit.NewInitControlPlane(&cloudinit.ControlPlaneInput{
 		BaseUserData: cloudinit.BaseUserData{PostKubeadmCommands: []string{
@@ -176,7 +176,7 @@ func (c *cluster) joinConfiguration(token, caHash string, controlPlane bool) str
 }
 
 // worker is a worker's join user-data (kubeletExtraArgs in v1beta3's map shape on purpose).
-func (c *cluster) worker(t *testing.T, token, caHash string) string {
+func (c *cluster) worker(t testing.TB, token, caHash string) string {
 	t.Helper()
 	out, err := cloudinit.NewNode(&cloudinit.NodeInput{JoinConfiguration: c.joinConfiguration(token, caHash, false)})
 	if err != nil {
@@ -185,7 +185,7 @@ func (c *cluster) worker(t *testing.T, token, caHash string) string {
 	return string(out)
 }
 
-func (c *cluster) controlPlaneJoin(t *testing.T, token string) string {
+func (c *cluster) controlPlaneJoin(t testing.TB, token string) string {
 	t.Helper()
 	joinCerts := secret.NewControlPlaneJoinCerts(&bootstrapv1.ClusterConfiguration{})
 	for _, jc := range joinCerts {
@@ -201,7 +201,7 @@ func (c *cluster) controlPlaneJoin(t *testing.T, token string) string {
 
 // client reaches the workload cluster as Cluster API does: through its kubeconfig, with an
 // admin certificate signed by the cluster CA, verifying the serving certificate against the CA.
-func (c *cluster) client(t *testing.T) client.Client {
+func (c *cluster) client(t testing.TB) client.Client {
 	t.Helper()
 	kp := c.certs.GetByPurpose(secret.ClusterCA).KeyPair
 	ca, _ := certs.DecodeCertPEM(kp.Cert)

@@ -157,7 +157,12 @@ func kubeadmInitObjects(b *Boot) []client.Object {
 	image := func(name, version string) []corev1.Container {
 		return []corev1.Container{{Name: name, Image: "registry.k8s.io/" + name + ":" + version}}
 	}
-	return []client.Object{
+	objs := []client.Object{}
+	// The namespaces every cluster starts with (Cluster API's drain looks its pods' namespaces up).
+	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	return append(objs,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "kubeadm-config"},
 			Data: map[string]string{"ClusterConfiguration": b.ClusterConfiguration}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:get-nodes"},
@@ -172,7 +177,7 @@ func kubeadmInitObjects(b *Boot) []client.Object {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "coredns", Labels: map[string]string{"k8s-app": "kube-dns"}},
 			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "coredns", Image: "registry.k8s.io/coredns/coredns:v1.12.1"}}}}}},
-	}
+	)
 }
 
 // clusterKubernetesVersion is the version kubeadm join installs the kubelet configuration for:

@@ -102,7 +102,7 @@ var _ = Describe("PacketMachine reconciler", func() {
 		deleteAndWait(pm2)
 	})
 
-	It("passes ignition through, renders CAPP template keys, and reports template errors", func() {
+	It("passes ignition and cloud-init Jinja through, renders CAPP template keys, and names the expression of a mixed payload", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{ExposeAPIKeyInUserData: true})
 		ignition := `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","contents":{"source":"data:,{{ .apiKey }}"}}]}}`
 		pmIgn := mc.createMachine("ign", machineOpts{bootstrap: ignition, format: "ignition", spec: infrav1.PacketMachineSpec{OS: "flatcar_stable"}})
@@ -113,9 +113,13 @@ var _ = Describe("PacketMachine reconciler", func() {
 		endpoint := getPacketCluster(mc.ns, "c1").Spec.ControlPlaneEndpoint.Host
 		Expect(oneDevice(pmCP).UserData).To(Equal("#cloud-config\nk8s: v1.33.1\nendpoint: " + endpoint + "\nkey: " + packetsim.DefaultToken + "\n"))
 
-		pmBad := mc.createMachine("bad", machineOpts{bootstrap: "#cloud-config\nx: {{ v1.instance_id }}\n"})
+		jinja := "## template: jinja\n#cloud-config\nhostname: {{ ds.meta_data.hostname }}\nid: {{ v1.instance_id }}\n"
+		pmJinja := mc.createMachine("jinja", machineOpts{bootstrap: jinja})
+		Expect(oneDevice(pmJinja).UserData).To(Equal(jinja), "cloud-init Jinja reaches the device untouched")
+
+		pmBad := mc.createMachine("bad", machineOpts{bootstrap: "#cloud-config\nx: {{ .kubernetesVersion }} {{ v1.instance_id }}\n"})
 		Eventually(machineCondition(pmBad, infrav1.DeviceReadyCondition), eventually).Should(And(
-			haveReason(infrav1.BootstrapDataInvalidReason), HaveField("Message", ContainSubstring(`function "v1" not defined`))))
+			haveReason(infrav1.BootstrapDataInvalidReason), HaveField("Message", ContainSubstring("with cloud-init Jinja {{ v1.instance_id }}"))))
 		Expect(devicesOf(pmBad)).To(BeEmpty())
 	})
 

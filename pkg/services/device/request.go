@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -42,6 +43,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	if err != nil {
 		// The bootstrap Secret is not watched; it may be fixed without the PacketMachine changing.
 		s.setCondition(metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
+		record.Warnf(pm, infrav1.BootstrapDataInvalidReason, "%s", err.Error())
 		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
 	}
 

@@ -1,16 +1,23 @@
 // Package userdata turns a Machine's bootstrap data into the user-data of a Packet device.
 //
 // The previous Packet provider ran every bootstrap payload through Go's text/template with a few
-// keys. Templates written for it keep working here, but only payloads that contain a template
-// action are templated: anything else — and Ignition, always — reaches Packet byte for byte, so
-// bootstrap data that legitimately contains "{{" (Jinja, Ignition) is not broken.
+// keys ({{ .kubernetesVersion }}, {{ .controlPlaneEndpoint }}, {{ .apiKey }}), and its templates
+// escape cloud-init's own Jinja as {{ `{{ v1.instance_id }}` }}. Payloads written for it render
+// here byte for byte as they did there. Everything else reaches Packet untouched: data without a
+// template action, Ignition, and bootstrap data written for other providers that carries cloud-init
+// Jinja such as {{ ds.meta_data.instance_id }} — cloud-init renders that on the device.
+//
+// A payload that mixes the two (a template key next to raw Jinja), or that names a key this
+// package does not know, is refused with an error that quotes the expression at fault.
 package userdata
 
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
+	"text/template/parse"
 )
 
 // Bootstrap data formats, as the bootstrap Secret's "format" key names them.
@@ -28,25 +35,99 @@ type Values struct {
 	APIKey string
 }
 
-// Render returns the user-data for bootstrap data in format. A template error is returned with
-// the template's own message, which names the line and action but never echoes the data.
-func Render(data []byte, format string, v Values) (string, error) {
-	if format == FormatIgnition || !bytes.Contains(data, []byte("{{")) {
-		return string(data), nil
-	}
-	tmpl, err := template.New("bootstrap data").Option("missingkey=zero").Parse(string(data))
-	if err != nil {
-		return "", fmt.Errorf("bootstrap data is not a valid template: %w", err)
-	}
-	// A map of strings keeps CAPP's behaviour of rendering unknown keys as empty strings.
-	keys := map[string]string{
+func (v Values) keys() map[string]string {
+	return map[string]string{
 		"kubernetesVersion":    v.KubernetesVersion,
 		"controlPlaneEndpoint": v.ControlPlaneEndpoint,
 		"apiKey":               v.APIKey,
 	}
+}
+
+// knownKeys is how errors list the keys.
+const knownKeys = ".kubernetesVersion, .controlPlaneEndpoint, .apiKey"
+
+// goAction is an expression only Go's templates write: a field (.key), a raw string (the
+// escaped Jinja form), or a control word. Jinja's start with a name ({{ ds.meta_data.x }}).
+var goAction = regexp.MustCompile("\\{\\{-?\\s*(\\.|`|\"|\\$|(if|else|end|range|with|define|template|block)\\b)")
+
+// jinjaExpression is a {{ ... }} expression that is not one of goAction's.
+var jinjaExpression = regexp.MustCompile(`\{\{-?\s*[A-Za-z_][^{}]*\}\}`)
+
+// Render returns the user-data for bootstrap data in format. Errors quote the expression at fault
+// (never the data around it).
+func Render(data []byte, format string, v Values) (string, error) {
+	if format == FormatIgnition || !bytes.Contains(data, []byte("{{")) {
+		return string(data), nil
+	}
+	if !goAction.Match(data) {
+		// Only cloud-init Jinja (or stray braces): cloud-init renders it on the device.
+		return string(data), nil
+	}
+	tmpl, err := template.New("bootstrap data").Option("missingkey=error").Parse(string(data))
+	if err != nil {
+		if jinja := jinjaExpression.Find(data); jinja != nil {
+			return "", fmt.Errorf("bootstrap data mixes template keys (%s) with cloud-init Jinja %s: escape the Jinja as {{ `%s` }}, or drop the template keys",
+				knownKeys, jinja, jinja)
+		}
+		return "", fmt.Errorf("bootstrap data is not a valid template: %w", err)
+	}
+	if unknown := unknownField(tmpl.Root, v.keys()); unknown != "" {
+		return "", fmt.Errorf("bootstrap data names the template key {{ .%s }}, which does not exist (known: %s)", unknown, knownKeys)
+	}
 	var out strings.Builder
-	if err := tmpl.Execute(&out, keys); err != nil {
+	if err := tmpl.Execute(&out, v.keys()); err != nil {
 		return "", fmt.Errorf("rendering bootstrap data template: %w", err)
 	}
 	return out.String(), nil
+}
+
+// unknownField returns the first .field the template reads that is not a key.
+func unknownField(n parse.Node, keys map[string]string) string {
+	var found string
+	var walk func(parse.Node)
+	walk = func(n parse.Node) {
+		if n == nil || found != "" {
+			return
+		}
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Cmds {
+				walk(c)
+			}
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.FieldNode:
+			if _, ok := keys[n.Ident[0]]; !ok {
+				found = n.Ident[0]
+			}
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		}
+	}
+	walk(n)
+	return found
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/cloudinit"
 )
 
 func TestDataWithoutActionsPassesThroughByteForByte(t *testing.T) {
@@ -23,7 +25,7 @@ func TestIgnitionIsNeverTemplated(t *testing.T) {
 }
 
 func TestTemplateKeysRender(t *testing.T) {
-	in := "#cloud-config\nversion: {{ .kubernetesVersion }}\nendpoint: {{ .controlPlaneEndpoint }}\nkey: {{ .apiKey }}\nunknown: [{{ .nope }}]\njinja: {{ `{{ v1.instance_id }}` }}\n"
+	in := "#cloud-config\nversion: {{ .kubernetesVersion }}\nendpoint: {{ .controlPlaneEndpoint }}\nkey: {{ .apiKey }}\nunknown: []\njinja: {{ `{{ v1.instance_id }}` }}\n"
 	got, err := Render([]byte(in), FormatCloudConfig, Values{KubernetesVersion: "v1.33.0", ControlPlaneEndpoint: "198.51.100.7"})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +37,7 @@ func TestTemplateKeysRender(t *testing.T) {
 }
 
 func TestTemplateErrorsAreReturnedNotPanics(t *testing.T) {
-	for _, in := range []string{"{{ v1.instance_id }}", "{{ .kubernetesVersion", "{{ template \"x\" }}", "{{ .kubernetesVersion.Foo }}"} {
+	for _, in := range []string{"{{ .kubernetesVersion", "{{ template \"x\" }}", "{{ .kubernetesVersion.Foo }}"} {
 		_, err := Render([]byte("#cloud-config\n"+in), FormatCloudConfig, Values{KubernetesVersion: "v1"})
 		if err == nil {
 			t.Errorf("Render(%q) succeeded, want an error", in)
@@ -62,4 +64,51 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("data without template actions changed: %q -> %q, %v", data, out, err)
 		}
 	})
+}
+
+func TestJinjaPassesThroughAndMistakesAreNamed(t *testing.T) {
+	v := Values{KubernetesVersion: "v1.36.3", ControlPlaneEndpoint: "198.51.100.7"}
+	for _, tc := range []struct {
+		name, in, want, wantErr string
+	}{
+		{name: "kubeadm bootstrap output with cloud-init Jinja",
+			in:   "## template: jinja\n#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm.yaml\n  content: |\n    nodeRegistration:\n      name: '{{ ds.meta_data.local_hostname }}'\n      kubeletExtraArgs:\n        provider-id: equinixmetal://{{ v1.instance_id }}\n",
+			want: "## template: jinja\n#cloud-config\nwrite_files:\n- path: /run/kubeadm/kubeadm.yaml\n  content: |\n    nodeRegistration:\n      name: '{{ ds.meta_data.local_hostname }}'\n      kubeletExtraArgs:\n        provider-id: equinixmetal://{{ v1.instance_id }}\n"},
+		{name: "Jinja blocks", in: "{% if v1.region %}{{ v1.region }}{% endif %}", want: "{% if v1.region %}{{ v1.region }}{% endif %}"},
+		{name: "the previous provider's escaped Jinja and keys",
+			in:   "## template: jinja\nversion={{ .kubernetesVersion }} id={{ `{{ v1.instance_id }}` }} eip={{ .controlPlaneEndpoint }}",
+			want: "## template: jinja\nversion=v1.36.3 id={{ v1.instance_id }} eip=198.51.100.7"},
+		{name: "a control word", in: "{{ if .apiKey }}key{{ else }}none{{ end }}", want: "none"},
+		{name: "keys mixed with raw Jinja", in: "v={{ .kubernetesVersion }} id={{ ds.meta_data.instance_id }}",
+			wantErr: "mixes template keys (.kubernetesVersion, .controlPlaneEndpoint, .apiKey) with cloud-init Jinja {{ ds.meta_data.instance_id }}"},
+		{name: "an unknown key", in: "#cloud-config\nhost: {{ .controlPlaneHost }}\n",
+			wantErr: "names the template key {{ .controlPlaneHost }}, which does not exist"},
+		{name: "an unknown key in a block", in: "{{ range .nodes }}x{{ end }}", wantErr: "{{ .nodes }}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Render([]byte(tc.in), FormatCloudConfig, v)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Render = %q, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("Render = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestKubeadmBootstrapOutputPassesByteForByte renders what Cluster API's kubeadm bootstrap
+// provider writes for a node whose kubeadm configuration uses cloud-init's instance data.
+func TestKubeadmBootstrapOutputPassesByteForByte(t *testing.T) {
+	out, err := cloudinit.NewNode(&cloudinit.NodeInput{JoinConfiguration: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\nnodeRegistration:\n  name: '{{ ds.meta_data.local_hostname }}'\n  kubeletExtraArgs:\n  - name: provider-id\n    value: equinixmetal://{{ v1.instance_id }}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Render(out, FormatCloudConfig, Values{KubernetesVersion: "v1.36.3"})
+	if err != nil || got != string(out) {
+		t.Fatalf("Render changed the kubeadm bootstrap provider's output (%v):\n%s", err, got)
+	}
 }

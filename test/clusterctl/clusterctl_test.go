@@ -228,7 +228,13 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 					continue
 				}
 				rendered := renderBootstrap(spec)
-				Expect(rendered).To(ContainSubstring("equinixmetal://{{ v1.instance_id }}"), "%s %s", u.GetKind(), u.GetName())
+				if flavor == "flatcar" {
+					// Ignition: no cloud-init instance data; CPEM sets the provider ID.
+					Expect(spec).To(HaveKeyWithValue("format", "ignition"), "%s %s", u.GetKind(), u.GetName())
+					Expect(rendered).To(ContainSubstring("${COREOS_PACKET_HOSTNAME}"))
+				} else {
+					Expect(rendered).To(ContainSubstring("equinixmetal://{{ v1.instance_id }}"), "%s %s", u.GetKind(), u.GetName())
+				}
 				Expect(rendered).To(ContainSubstring(`K8S_VERSION="` + k8sVer + `"`))
 				Expect(rendered).NotTo(ContainSubstring("$$"))
 			}
@@ -242,6 +248,7 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 		Entry("crs-cni", "crs-cni", "CPEM", true),
 		Entry("kube-vip-crs-cni", "kube-vip-crs-cni", "KUBE_VIP", true),
 		Entry("topology (ClusterClass packet)", "topology", "CPEM", false),
+		Entry("flatcar (Ignition)", "flatcar", "CPEM", false),
 	)
 
 	It("lets the provider's webhooks reject a bad rendering in the same dry run", func() {

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,34 +101,46 @@ func flavours() []string {
 var _ = Describe("Template flavours", func() {
 	It("finds the flavours in the provider's repository", func() {
 		Expect(flavours()).To(ContainElement(""), "cluster-template.yaml is in the repository")
+		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar"))
 	})
-	for _, flavour := range flavours() {
-		title := flavour
-		if title == "" {
-			title = "default"
-		}
-		It("applies the "+title+" flavour, and the Cluster becomes Available with a Node per Machine", func(ctx SpecContext) {
+	// Every flavour at once, each in a namespace of its own: the clusters come up and go away
+	// side by side, which is also what a management cluster serving several teams sees.
+	It("applies every flavour, and each Cluster becomes Available with a Node per Machine and deletes cleanly", func(ctx SpecContext) {
+		type applied struct{ flavour, ns, name string }
+		var all []applied
+		for _, flavour := range flavours() {
+			title := flavour
+			if title == "" {
+				title = "default"
+			}
 			ns := testNamespace(ctx, "flavour-"+title)
 			name := "f-" + title
 			applyYAML(ctx, ns, generateCluster(ctx, ns, name, flavour, "--control-plane-machine-count", "1", "--worker-machine-count", "1"))
+			all = append(all, applied{title, ns, name})
+		}
+		for _, a := range all {
+			By("the " + a.flavour + " flavour: PacketCluster provisioned, then the workload cluster up")
 			// A ClusterClass names the PacketCluster it stamps out itself: follow the Cluster's reference.
 			infraName := ""
 			Eventually(func(g Gomega) {
 				c := &clusterv1.Cluster{}
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
-				g.Expect(c.Spec.InfrastructureRef.Name).NotTo(BeEmpty(), "Cluster %s/%s references its PacketCluster", ns, name)
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: a.name}, c)).To(Succeed())
+				g.Expect(c.Spec.InfrastructureRef.Name).NotTo(BeEmpty(), "Cluster %s/%s references its PacketCluster", a.ns, a.name)
 				infraName = c.Spec.InfrastructureRef.Name
 			}).WithContext(ctx).Should(Succeed())
-			waitClusterProvisioned(ctx, ns, infraName)
+			waitClusterProvisioned(ctx, a.ns, infraName)
+			waitClusterAvailable(ctx, a.ns, a.name, 1, 1, 6*time.Minute)
+			expectNodesMatchMachines(ctx, a.ns, a.name)
+		}
+		By("deleting every flavour's Cluster")
+		for _, a := range all {
+			Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: a.ns, Name: a.name}})).To(Succeed())
+		}
+		for _, a := range all {
 			Eventually(func(g Gomega) {
-				c := &clusterv1.Cluster{}
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
-				g.Expect(c.Status.Initialization.InfrastructureProvisioned).To(HaveValue(BeTrue()), "Cluster infrastructure provisioned")
-			}).WithContext(ctx).Should(Succeed())
-			By("the workload cluster comes up: every Machine's device boots into a Node")
-			waitClusterAvailable(ctx, ns, name, 1, 1, 4*time.Minute)
-			expectNodesMatchMachines(ctx, ns, name)
-			deleteClusterAndExpectNoDevices(ctx, ns, name)
-		})
-	}
+				g.Expect(devicesOf(ctx, g, a.ns)).To(BeEmpty(), "devices of the %s flavour", a.flavour)
+			}).
+				WithContext(ctx).WithTimeout(4 * time.Minute).Should(Succeed())
+		}
+	})
 })

@@ -19,6 +19,7 @@ import (
 func BenchmarkTenClusters(b *testing.B) {
 	for range b.N {
 		e := newEnv(b)
+		e.sim.SetCapacity("sv", "c3.small.x86", 1000)
 		start, cpuStart := time.Now(), cpuTime()
 		var clients []*cluster
 		for i := range 10 {

@@ -163,10 +163,12 @@ func (s *Sandbox) plan() {
 	}{
 		{"capi-controller-manager", "cluster-api", "capi-system", s.cfg.CoreManager,
 			[]string{"--feature-gates=ClusterTopology=true"}, nil},
+		// Ignition bootstrap data (the flatcar flavour) is behind a feature gate of both kubeadm
+		// managers; clusterctl users turn it on with EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true.
 		{"capi-kubeadm-bootstrap-controller-manager", "bootstrap-kubeadm", "capi-kubeadm-bootstrap-system",
-			s.cfg.BootstrapManager, nil, nil},
+			s.cfg.BootstrapManager, []string{"--feature-gates=KubeadmBootstrapFormatIgnition=true"}, nil},
 		{"capi-kubeadm-control-plane-controller-manager", "control-plane-kubeadm", "capi-kubeadm-control-plane-system",
-			s.cfg.ControlPlaneMgr, []string{"--feature-gates=ClusterTopology=true"}, nil},
+			s.cfg.ControlPlaneMgr, []string{"--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"}, nil},
 		{"capp-controller-manager", "infrastructure-packet", "cluster-api-provider-packet-system", s.cfg.Manager,
 			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken}},
 	}

@@ -118,7 +118,8 @@ func startControlPlane(ctx context.Context, c inmemoryruntime.Client, node strin
 	for _, component := range staticPods {
 		pod := staticPod(component, node)
 		if component == "etcd" {
-			pod.Annotations = map[string]string{cloudv1.EtcdClusterIDAnnotationName: clusterID, cloudv1.EtcdMemberIDAnnotationName: memberID}
+			pod.Annotations[cloudv1.EtcdClusterIDAnnotationName] = clusterID
+			pod.Annotations[cloudv1.EtcdMemberIDAnnotationName] = memberID
 			if !haveLeader {
 				pod.Annotations[cloudv1.EtcdLeaderFromAnnotationName] = time.Now().Format(time.RFC3339)
 			}
@@ -130,10 +131,14 @@ func startControlPlane(ctx context.Context, c inmemoryruntime.Client, node strin
 	return nil
 }
 
+// staticPod is the mirror pod the kubelet posts for a static pod of kubeadm's: the mirror
+// annotation is what drains (Cluster API's among them) look for to leave it alone.
 func staticPod(component, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: component + "-" + node,
-			Labels: map[string]string{"component": component, "tier": "control-plane"}},
+			Labels: map[string]string{"component": component, "tier": "control-plane"},
+			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: component + "-" + node,
+				"kubernetes.io/config.source": "file"}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: component, Image: "registry.k8s.io/" + component}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},

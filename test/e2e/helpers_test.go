@@ -253,34 +253,9 @@ func waitClusterProvisioned(ctx context.Context, ns, name string) *infrav1.Packe
 }
 
 // newMachine creates a worker Machine with a ready bootstrap data secret and its PacketMachine.
+// The data joins no cluster: these specs are about devices, not Nodes.
 func newMachine(ctx context.Context, ns, cluster, name string) {
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bootstrap",
-			Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Data: map[string][]byte{
-			"value":  []byte("#cloud-config\nruncmd:\n- echo kubeadm join would run here\n"),
-			"format": []byte("cloud-config"),
-		},
-		Type: clusterv1.ClusterSecretType,
-	}
-	Expect(k8s.Create(ctx, secret)).To(Succeed())
-	pm := &infrav1.PacketMachine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly",
-			SSHKeys: []string{sshKey}},
-	}
-	Expect(k8s.Create(ctx, pm)).To(Succeed())
-	m := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{
-			ClusterName: cluster,
-			Version:     "v1.36.0",
-			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(secret.Name)},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "PacketMachine", Name: name},
-		},
-	}
-	Expect(k8s.Create(ctx, m)).To(Succeed())
+	newMachineWithBootstrap(ctx, ns, cluster, name, "#cloud-config\nruncmd:\n- echo no kubeadm here\n")
 }
 
 // machinesProvisioned returns how many Machines in ns report infrastructure provisioned with a

@@ -40,6 +40,8 @@ type workloadCluster struct {
 	// everServed is set once the endpoint answered: the cluster came up, and whatever its
 	// bootstrap installed in it (CPEM) runs from then on.
 	everServed bool
+	// lastMove is when the emulated CPEM last tried to move the elastic IP (see MoveRetry).
+	lastMove time.Time
 
 	handler http.Handler
 	log     logr.Logger

@@ -46,7 +46,6 @@ type Emulator struct {
 	// hosts and clusters are touched by Step only.
 	hosts    map[string]*host            // by device ID
 	clusters map[string]*workloadCluster // by endpoint
-	lastMove map[string]time.Time        // by endpoint
 }
 
 // New returns an emulation of the devices of sim; Run starts it.
@@ -70,7 +69,7 @@ func New(sim *packetsim.Server, opts Options) (*Emulator, error) {
 		}
 	}
 	e := &Emulator{sim: sim, opts: opts, log: opts.Log, mgr: inmemoryruntime.NewManager(scheme),
-		hosts: map[string]*host{}, clusters: map[string]*workloadCluster{}, lastMove: map[string]time.Time{}}
+		hosts: map[string]*host{}, clusters: map[string]*workloadCluster{}}
 	if opts.MetalURL != "" {
 		c, err := packngo.NewClientWithBaseURL("bootemu-cpem", opts.Token, nil, opts.MetalURL)
 		if err != nil {
@@ -199,7 +198,6 @@ func (e *Emulator) route(ctx context.Context, devices map[string]*packetsim.Devi
 			c.stop()
 			e.mgr.DeleteResourceGroup(endpoint)
 			delete(e.clusters, endpoint)
-			delete(e.lastMove, endpoint)
 			e.log.Info("Workload cluster gone: no control plane left", "endpoint", endpoint)
 			continue
 		}
@@ -267,10 +265,10 @@ func (e *Emulator) reserved(projectID, address string) bool {
 // moveElasticIP is what CPEM does when the control plane holding the elastic IP is gone: assign
 // the address to a live one, through the Packet API.
 func (e *Emulator) moveElasticIP(c *workloadCluster, stale *packetsim.IPAssignment, to *host, now time.Time) {
-	if e.metal == nil || now.Sub(e.lastMove[c.endpoint]) < e.opts.MoveRetry {
+	if e.metal == nil || now.Sub(c.lastMove) < e.opts.MoveRetry {
 		return
 	}
-	e.lastMove[c.endpoint] = now
+	c.lastMove = now
 	if stale != nil {
 		if _, err := e.metal.DeviceIPs.Unassign(stale.ID); err != nil {
 			e.log.Info("CPEM: unassigning the elastic IP failed; will retry", "endpoint", c.endpoint, "error", err.Error())

@@ -16,9 +16,9 @@ import (
 
 // host is the emulated operating system of one device, from its first boot on.
 type host struct {
-	deviceID, projectID, hostname string
-	boot                          *Boot
-	cluster                       *workloadCluster
+	deviceID, projectID string
+	boot                *Boot
+	cluster             *workloadCluster
 	// failed is why the boot stopped (cloud-init or kubeadm's last words); terminal.
 	failed string
 	// joined is set once kubeadm finished: the Node is registered (and a control plane runs).
@@ -68,7 +68,7 @@ func (e *Emulator) fail(h *host, err error) {
 
 // firstBoot reads the user-data of a device that just became active.
 func (e *Emulator) firstBoot(d *packetsim.Device) *host {
-	h := &host{deviceID: d.ID, projectID: d.ProjectID, hostname: d.Hostname, events: len(d.Events)}
+	h := &host{deviceID: d.ID, projectID: d.ProjectID, events: len(d.Events)}
 	e.console(h, "cloud-init: reading user-data (%d bytes)", len(d.UserData))
 	b, err := ParseUserData(d.UserData, Identity{DeviceID: d.ID, Hostname: d.Hostname})
 	if err != nil {

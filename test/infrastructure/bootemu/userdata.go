@@ -254,6 +254,9 @@ func (b *Boot) readJoin(config, path string) error {
 	return nil
 }
 
+// documentSeparator separates YAML documents.
+var documentSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+
 // kubeadmDocs splits a kubeadm configuration file into its YAML documents.
 func kubeadmDocs(config, path string) ([]kubeadmDoc, []string, error) {
 	if strings.TrimSpace(config) == "" {
@@ -261,7 +264,7 @@ func kubeadmDocs(config, path string) ([]kubeadmDoc, []string, error) {
 	}
 	var docs []kubeadmDoc
 	var raw []string
-	for _, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(config, -1) {
+	for _, part := range documentSeparator.Split(config, -1) {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}

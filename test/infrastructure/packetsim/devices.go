@@ -273,6 +273,9 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 
 	call := callOf(r)
 	call.tags = d.Tags
+	if req.SpotInstance && req.HardwareReservationID != "" {
+		return nil, errorf(http.StatusUnprocessableEntity, "Spot instances cannot be created on hardware reservations")
+	}
 	if req.HardwareReservationID != "" {
 		hw, err := s.claimHardwareReservation(call, projectID, req.HardwareReservationID, plan, metro, facilities, now)
 		if err != nil {
@@ -288,6 +291,11 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 			return nil, err
 		}
 		d.Facility, d.Metro = fac.Code, fac.metro.Code
+		if req.SpotInstance {
+			if err := s.checkSpotBid(d.Metro, d.Plan, spotMax); err != nil {
+				return nil, err
+			}
+		}
 		s.st.Capacity[d.Metro][d.Plan]--
 	}
 	d.SSHKeyIDs = s.deviceSSHKeys(projectID, req)

@@ -75,12 +75,21 @@ func (s *Server) noteDue(t time.Time) {
 // deviceDue is the device's next event: a transition, a failure or a vanish.
 func deviceDue(d *Device) time.Time {
 	next := d.DueAt
-	for _, t := range []time.Time{d.FailAt, d.VanishAt} {
+	for _, t := range []time.Time{d.FailAt, d.VanishAt, terminationTime(d)} {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
 	}
 	return next
+}
+
+// terminationTime is when the device ends by its termination_time; zero once it is being
+// deprovisioned anyway.
+func terminationTime(d *Device) time.Time {
+	if d.TerminationTime == nil || d.State == StateDeprovisioning {
+		return time.Time{}
+	}
+	return *d.TerminationTime
 }
 
 func (s *Server) advanceDevice(d *Device, now time.Time) {
@@ -93,6 +102,8 @@ func (s *Server) advanceDevice(d *Device, now time.Time) {
 		case !d.VanishAt.IsZero() && !at.Before(d.VanishAt):
 			s.removeDevice(d, at)
 			return
+		case d.TerminationTime != nil && !at.Before(*d.TerminationTime):
+			s.terminate(d, at)
 		case !d.FailAt.IsZero() && !at.Before(d.FailAt):
 			d.FailAt = time.Time{}
 			s.enterState(d, StateFailed, at)

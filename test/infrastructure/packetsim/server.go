@@ -152,6 +152,8 @@ func (s *Server) routes() {
 	api("GET /plans", s.listPlans)
 	api("GET /projects/{id}/plans", s.listPlans)
 	api("GET /operating-systems", s.listOperatingSystems)
+	api("GET /market/spot/prices", s.listSpotPrices(false))
+	api("GET /market/spot/prices/metros", s.listSpotPrices(true))
 	api("GET /capacity/metros", s.listCapacity)
 	api("POST /capacity/metros", s.checkCapacity)
 	api("GET /capacity", s.listCapacity)
@@ -186,6 +188,7 @@ func (s *Server) routes() {
 	api("DELETE /virtual-networks/{id}", s.deleteVirtualNetwork)
 
 	s.controlRoutes(m)
+	s.spotControlRoutes(m)
 	s.consoleRoutes(m)
 	m.Handle("GET /metrics", s.metrics.handler)
 	s.mux = m

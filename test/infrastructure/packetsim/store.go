@@ -26,6 +26,8 @@ type store struct {
 	VNOrder              []string                        `json:"vn_order"`
 	ProjectEvents        map[string][]Event              `json:"project_events"`
 	Capacity             map[string]map[string]int       `json:"capacity"` // metro → plan → servers left
+	// SpotPrices is the spot market: metro → plan → price per hour.
+	SpotPrices map[string]map[string]float64 `json:"spot_prices"`
 	// MgmtBlocks maps "project|facility|type" to the management reservation.
 	MgmtBlocks map[string]string `json:"mgmt_blocks"`
 	Alloc      allocator         `json:"alloc"`
@@ -62,6 +64,7 @@ func newStore(seed *Seed, now time.Time) *store {
 			st.Capacity[metro][p.Slug] = n
 		}
 	}
+	st.SpotPrices = seedSpotPrices(seed)
 	for _, k := range seed.User.SSHKeys {
 		st.addSSHKey(&SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: fingerprint(k.Key), CreatedAt: now, UpdatedAt: now})
 	}

@@ -191,7 +191,7 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 		record.Eventf(pm, "MachineProvisioned", "Device %s is provisioned", dev.ID)
 	}
 	pm.Status.Initialization.Provisioned = ptr.To(true)
-	return ctrl.Result{}, nil
+	return res, nil // a spot device is looked at again, for a termination notice
 }
 
 // followPriority ranks the next look at a device that exists above creating new ones (priority

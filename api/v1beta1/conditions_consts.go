@@ -59,4 +59,9 @@ const (
 	CapacityUnavailableReason             = "CapacityUnavailable"
 	BootstrapDataInvalidReason            = "BootstrapDataInvalid"
 	NotNeededReason                       = "NotNeeded"
+	// Spot market: the device is to be terminated (outbid), is gone, or the bid was refused.
+	DeviceTerminationScheduledReason = "DeviceTerminationScheduled"
+	DeviceReclaimedReason            = "DeviceReclaimed"
+	SpotBidRefusedReason             = "SpotBidRefused"
+	SpotControlPlaneNotAllowedReason = "SpotControlPlaneNotAllowed"
 )

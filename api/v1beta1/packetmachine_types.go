@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
@@ -19,6 +20,11 @@ const NextAvailableHardwareReservation = "next-available"
 
 // CustomIPXEOS is the operating system slug that boots a device from spec.ipxeURL.
 const CustomIPXEOS = "custom_ipxe"
+
+// AllowSpotControlPlaneAnnotation, set to "true" on a control-plane PacketMachine (or in its
+// template's metadata), lets it run on the spot market. Without it spot control planes are
+// refused: losing several at once to one price rise loses etcd quorum.
+const AllowSpotControlPlaneAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/allow-spot-control-plane"
 
 // PacketMachineSpec defines the desired state of a PacketMachine: the device to create.
 // Every field and JSON key of the previous provider's v1beta1 API is kept.
@@ -94,6 +100,18 @@ type PacketMachineSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	CustomData *apiextensionsv1.JSON `json:"customData,omitempty"`
+
+	// spotInstance buys the device on Packet's spot market: cheaper, but Packet reclaims it, with
+	// about two minutes' notice, when the market price rises above spotPriceMax. The machine
+	// reports itself interruptible, so Cluster API labels its Node cluster.x-k8s.io/interruptible;
+	// a MachineHealthCheck replaces a reclaimed machine. Not on hardware reservations.
+	// +optional
+	SpotInstance bool `json:"spotInstance,omitempty"`
+
+	// spotPriceMax is the most the device may cost an hour on the spot market, in US dollars
+	// (for example "0.50"). Required with spotInstance.
+	// +optional
+	SpotPriceMax *resource.Quantity `json:"spotPriceMax,omitempty"`
 }
 
 // PacketMachineStatus defines the observed state of a PacketMachine.
@@ -117,6 +135,11 @@ type PacketMachineStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	HardwareReservationID string `json:"hardwareReservationID,omitempty"`
+
+	// interruptible is true for a spot device, which Packet may reclaim at any time (Cluster API
+	// contract: the Node is labelled cluster.x-k8s.io/interruptible).
+	// +optional
+	Interruptible bool `json:"interruptible,omitempty"`
 
 	// failureDomain is the facility the device landed in.
 	// +optional

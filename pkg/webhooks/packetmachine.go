@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -48,6 +50,7 @@ func DefaultPacketMachineSpec(spec *infrav1.PacketMachineSpec) {
 // ValidateCreate validates a new PacketMachine.
 func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachine) (admission.Warnings, error) {
 	errs, warnings := ValidatePacketMachineSpec(&m.Spec, field.NewPath("spec"))
+	errs = append(errs, validateSpotControlPlane(m)...)
 	return warnings, invalid("PacketMachine", m.Name, errs)
 }
 
@@ -109,7 +112,46 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 	if spec.CustomData != nil && len(spec.CustomData.Raw) > 0 && !json.Valid(spec.CustomData.Raw) {
 		errs = append(errs, field.Invalid(path.Child("customData"), string(spec.CustomData.Raw), "must be valid JSON"))
 	}
+	errs = append(errs, validateSpot(spec, path)...)
 	return errs, warnings
+}
+
+// validateSpot checks the spot-market fields: a bid above zero with spotInstance, and nothing
+// Packet refuses (a spot device on a hardware reservation).
+func validateSpot(spec *infrav1.PacketMachineSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case !spec.SpotInstance && spec.SpotPriceMax != nil:
+		errs = append(errs, field.Invalid(path.Child("spotPriceMax"), spec.SpotPriceMax.String(),
+			"is the bid of a spot device: set spotInstance: true to buy the device on the spot market, or remove spotPriceMax"))
+	case spec.SpotInstance && spec.SpotPriceMax == nil:
+		errs = append(errs, field.Required(path.Child("spotPriceMax"),
+			`a spot device needs a bid: set the most it may cost an hour, in US dollars (for example "0.50")`))
+	case spec.SpotInstance && spec.SpotPriceMax.Sign() <= 0:
+		errs = append(errs, field.Invalid(path.Child("spotPriceMax"), spec.SpotPriceMax.String(),
+			`must be more than 0: it is the most the device may cost an hour, in US dollars (for example "0.50")`))
+	}
+	if spec.SpotInstance && spec.HardwareReservationID != "" {
+		errs = append(errs, field.Invalid(path.Child("spotInstance"), true,
+			"a device on a hardware reservation is already paid for and cannot be a spot device: remove hardwareReservationID or spotInstance"))
+	}
+	return errs
+}
+
+// validateSpotControlPlane refuses a spot control plane that was not explicitly allowed.
+func validateSpotControlPlane(m *infrav1.PacketMachine) field.ErrorList {
+	if !m.Spec.SpotInstance || !isControlPlane(m.Labels) || m.Annotations[infrav1.AllowSpotControlPlaneAnnotation] == "true" {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "spotInstance"), fmt.Sprintf(
+		"control planes are not spot devices by default: one price rise can reclaim several at once and lose etcd quorum; use spot for workers, or annotate the machine (its template's metadata) %s: \"true\"",
+		infrav1.AllowSpotControlPlaneAnnotation))}
+}
+
+// isControlPlane reports whether an object's labels mark it as part of a control plane.
+func isControlPlane(labels map[string]string) bool {
+	_, ok := labels[clusterv1.MachineControlPlaneLabel]
+	return ok
 }
 
 // ValidatePacketMachineUpdate validates the change from oldSpec to newSpec at path. Problems the
@@ -148,6 +190,12 @@ func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field
 	if !slices.Equal(o.SSHKeys, n.SSHKeys) {
 		errs = append(errs, field.Forbidden(path.Child("sshKeys"), msg))
 	}
+	if o.SpotInstance != n.SpotInstance {
+		errs = append(errs, field.Invalid(path.Child("spotInstance"), n.SpotInstance, msg))
+	}
+	if !quantityEqual(o.SpotPriceMax, n.SpotPriceMax) {
+		errs = append(errs, field.Forbidden(path.Child("spotPriceMax"), msg))
+	}
 	if !jsonEqual(o.CustomData, n.CustomData) {
 		errs = append(errs, field.Forbidden(path.Child("customData"), msg))
 	}
@@ -180,6 +228,7 @@ func withoutComparedFields(s *infrav1.PacketMachineSpec) *infrav1.PacketMachineS
 	s = s.DeepCopy()
 	s.OS, s.BillingCycle, s.MachineType, s.IPXEUrl, s.HardwareReservationID = "", "", "", "", ""
 	s.AlwaysPXE, s.SSHKeys, s.CustomData = false, nil, nil
+	s.SpotInstance, s.SpotPriceMax = false, nil
 	s.ProviderID, s.Tags, s.Metro, s.Facility = "", nil, "", ""
 	return s
 }
@@ -201,6 +250,14 @@ func isProviderID(s string) bool {
 		id, ok = strings.CutPrefix(s, "packet://")
 	}
 	return ok && infrav1.IsUUID(id)
+}
+
+// quantityEqual compares two optional quantities by value ("0.5" equals "500m").
+func quantityEqual(a, b *resource.Quantity) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Cmp(*b) == 0
 }
 
 // jsonEqual compares two JSON documents by value, not by their bytes.

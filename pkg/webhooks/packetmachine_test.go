@@ -7,8 +7,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
@@ -78,6 +80,35 @@ var machineSpecCases = []struct {
 	{name: "malformed providerID", spec: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "aws:///i-123" },
 		want: want{"providerID", "must be equinixmetal://<device UUID>"}},
 	{name: "customData", spec: func(s *infrav1.PacketMachineSpec) { s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{"a":1}`)} }},
+	{name: "spot with a bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5")) }},
+	{name: "spot without a bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance = true },
+		want: want{"spotPriceMax", "a spot device needs a bid"}},
+	{name: "spot with a zero bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0")) },
+		want: want{"spotPriceMax", "must be more than 0"}},
+	{name: "spot with a negative bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("-1")) },
+		want: want{"spotPriceMax", "must be more than 0"}},
+	{name: "a bid without spot", spec: func(s *infrav1.PacketMachineSpec) { s.SpotPriceMax = ptr.To(resource.MustParse("0.5")) },
+		want: want{"spotPriceMax", "set spotInstance: true"}},
+	{name: "spot on a hardware reservation", spec: func(s *infrav1.PacketMachineSpec) {
+		s.SpotInstance, s.SpotPriceMax, s.HardwareReservationID = true, ptr.To(resource.MustParse("0.5")), "next-available"
+	}, want: want{"spotInstance", "cannot be a spot device"}},
+}
+
+func TestPacketMachineSpotControlPlanesNeedConsent(t *testing.T) {
+	spot := func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5")) }
+	worker := packetMachine(spot)
+	if _, err := (&PacketMachine{}).ValidateCreate(context.Background(), worker); err != nil {
+		t.Fatalf("spot worker refused: %v", err)
+	}
+	cp := packetMachine(spot)
+	cp.Labels = map[string]string{"cluster.x-k8s.io/control-plane": ""}
+	_, err := (&PacketMachine{}).ValidateCreate(context.Background(), cp)
+	checkErr(t, err, want{"spec.spotInstance", "control planes are not spot devices by default"})
+
+	cp.Annotations = map[string]string{infrav1.AllowSpotControlPlaneAnnotation: "true"}
+	if _, err := (&PacketMachine{}).ValidateCreate(context.Background(), cp); err != nil {
+		t.Fatalf("spot control plane with the annotation refused: %v", err)
+	}
 }
 
 func TestPacketMachineValidateCreate(t *testing.T) {
@@ -176,6 +207,17 @@ func TestPacketMachineValidateUpdate(t *testing.T) {
 			new: func(s *infrav1.PacketMachineSpec) {
 				s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{ "b": [1], "a": 1 }`)}
 			}},
+		{name: "spotInstance", old: func(*infrav1.PacketMachineSpec) {},
+			new: func(s *infrav1.PacketMachineSpec) {
+				s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("1"))
+			},
+			want: want{"spec.spotInstance", immutable}},
+		{name: "spotPriceMax", old: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("1")) },
+			new:  func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("2")) },
+			want: want{"spec.spotPriceMax", immutable}},
+		{name: "spotPriceMax written differently is no change",
+			old: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5")) },
+			new: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("500m")) }},
 		{name: "old object already invalid: finalizer-only update passes (ratchet)",
 			old: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro, s.BillingCycle = "sv15", "sv", "weekly" },
 			new: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro, s.BillingCycle = "sv15", "sv", "weekly" }},

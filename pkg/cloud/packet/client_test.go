@@ -335,3 +335,32 @@ func TestConcurrentCallsShareOneClient(t *testing.T) {
 		}
 	}
 }
+
+func TestSpotDevicesCarryTheirBidAndTerminationTime(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSim(t, packetsim.Options{})
+	req := device("spot")
+	req.SpotInstance, req.SpotPriceMax = true, 0.4
+	d, err := c.CreateDevice(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.SpotInstance || !d.TerminationTime.IsZero() {
+		t.Fatalf("new spot device = %+v, want spot without a termination time", d)
+	}
+	sim.Advance(time.Minute)
+	if err := sim.SetSpotPrice("sv", req.Plan, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetDevice(ctx, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TerminationTime.IsZero() || !got.TerminationTime.After(sim.Now()) {
+		t.Fatalf("outbid device's termination time = %v, want after %v", got.TerminationTime, sim.Now())
+	}
+
+	req.SpotPriceMax = 0.45
+	_, err = c.CreateDevice(ctx, req)
+	expectKind(t, err, packet.KindInvalid, "below the current spot market price")
+}

@@ -58,6 +58,8 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 		AlwaysPXE:             req.AlwaysPXE,
 		HardwareReservationID: req.HardwareReservationID,
 		ProjectSSHKeys:        req.ProjectSSHKeyIDs,
+		SpotInstance:          req.SpotInstance,
+		SpotPriceMax:          req.SpotPriceMax,
 	}
 	if req.Facility != "" {
 		create.Facility = []string{req.Facility}
@@ -90,6 +92,10 @@ func toDevice(d *packngo.Device) *Device {
 		State:                  d.State,
 		Tags:                   d.Tags,
 		ProvisioningPercentage: d.ProvisionPer,
+		SpotInstance:           d.SpotInstance,
+	}
+	if d.TerminationTime != nil {
+		out.TerminationTime = d.TerminationTime.Time
 	}
 	if d.Facility != nil {
 		out.Facility = d.Facility.Code

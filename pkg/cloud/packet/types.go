@@ -23,6 +23,11 @@ type Device struct {
 	LastEvent string
 	Addresses []DeviceAddress
 	CreatedAt time.Time
+	// SpotInstance is set for a device bought on the spot market.
+	SpotInstance bool
+	// TerminationTime is when Packet deletes the device (a spot device that was outbid, or a
+	// time set at create); zero when none is set.
+	TerminationTime time.Time
 }
 
 // DeviceAddress is an IP address assigned to a device.
@@ -61,6 +66,9 @@ type CreateDeviceRequest struct {
 	AlwaysPXE             bool
 	HardwareReservationID string
 	ProjectSSHKeyIDs      []string
+	// SpotInstance buys the device on the spot market, for at most SpotPriceMax an hour.
+	SpotInstance bool
+	SpotPriceMax float64
 }
 
 // IPReservation is a block of reserved IP addresses, such as an elastic IP.

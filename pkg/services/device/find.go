@@ -45,6 +45,11 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 			scope.MarkAPIAvailable(pm)
 			pm.Status.InstanceStatus = ""
 			s.opts.Progress.Forget(id)
+			if pm.Spec.SpotInstance {
+				s.setCondition(metav1.ConditionFalse, infrav1.DeviceReclaimedReason, fmt.Sprintf(
+					"Spot device %s no longer exists in Packet: reclaimed when the market price rose above spotPriceMax, or deleted. A MachineHealthCheck replaces the Machine; without one, delete the Machine", id))
+				return nil, ctrl.Result{}, nil
+			}
 			s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotFoundReason,
 				fmt.Sprintf("Device %s no longer exists in Packet; delete the Machine to replace it", id))
 			return nil, ctrl.Result{}, nil
@@ -237,6 +242,14 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 			fmt.Sprintf("No hardware reservation of %q can take the device now: %v", pm.Spec.HardwareReservationID, apiMessage(lastErr)))
 		// An error, so the workqueue backs off: reservations free up in minutes, not seconds.
 		return nil, ctrl.Result{}, lastErr
+	}
+	if pm.Spec.SpotInstance && packet.KindOf(lastErr) == packet.KindInvalid {
+		// Most likely a bid below the market: the market moves, so try again, slowly.
+		scope.MarkAPIAvailable(pm)
+		s.setCondition(metav1.ConditionFalse, infrav1.SpotBidRefusedReason, fmt.Sprintf(
+			"Packet refused the spot device (bid %g an hour): %s. Trying again in %s; raise spotPriceMax in the machine template for a better chance",
+			req.SpotPriceMax, apiMessage(lastErr), scope.SlowRetry))
+		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
 	}
 	res, err = scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, lastErr, 0)
 	return nil, res, err

@@ -47,6 +47,14 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
 	}
 
+	if spec.SpotInstance && sc.IsControlPlane() && pm.Annotations[infrav1.AllowSpotControlPlaneAnnotation] != "true" {
+		// Checked here too: a PacketMachineTemplate cannot know it is a control plane's. Not an
+		// InvalidRequest, which waits for a spec change: the fix is an annotation.
+		s.setCondition(metav1.ConditionFalse, infrav1.SpotControlPlaneNotAllowedReason, fmt.Sprintf(
+			"spec.spotInstance: control planes are not spot devices unless annotated %s: \"true\"; one price rise can reclaim several and lose etcd quorum",
+			infrav1.AllowSpotControlPlaneAnnotation))
+		return nil, ctrl.Result{}, nil
+	}
 	if spec.IPXEUrl != "" && spec.OS != infrav1.CustomIPXEOS {
 		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason,
 			fmt.Sprintf("spec.ipxeURL is only used with os %q, not %q", infrav1.CustomIPXEOS, spec.OS))
@@ -77,6 +85,9 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		Tags:             deviceTags(sc.IdentityTags(), spec.Tags),
 		AlwaysPXE:        spec.AlwaysPXE,
 		ProjectSSHKeyIDs: keyIDs,
+	}
+	if spec.SpotInstance && spec.SpotPriceMax != nil {
+		req.SpotInstance, req.SpotPriceMax = true, spec.SpotPriceMax.AsApproximateFloat64()
 	}
 	if req.BillingCycle == "" {
 		req.BillingCycle = defaultBillingCycle

@@ -41,6 +41,9 @@ type Options struct {
 	Now func() time.Time
 	// Progress remembers provisioning progress between reconciles; nil keeps none.
 	Progress *Progress
+	// SpotWatch is how often an active spot device is looked at, to see a termination notice
+	// (Packet gives about two minutes). Default three times PollMin (30s).
+	SpotWatch time.Duration
 	// SentCreates remembers this process's creates, to recognise stale copies of a
 	// PacketMachine; nil remembers none, and every lookup before a create then asks Packet.
 	SentCreates *SentCreates
@@ -55,6 +58,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CreateConfirmWindow <= 0 {
 		o.CreateConfirmWindow = 2 * time.Minute
+	}
+	if o.SpotWatch <= 0 {
+		o.SpotWatch = 3 * o.PollMin
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -90,6 +96,10 @@ var warningReasons = map[string]bool{
 	infrav1.BootstrapDataInvalidReason:           true,
 	infrav1.HardwareReservationUnavailableReason: true,
 	infrav1.InvalidRequestReason:                 true,
+	infrav1.DeviceTerminationScheduledReason:     true,
+	infrav1.DeviceReclaimedReason:                true,
+	infrav1.SpotBidRefusedReason:                 true,
+	infrav1.SpotControlPlaneNotAllowedReason:     true,
 }
 
 // annotationTime reads one of the bookkeeping annotations.

@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -28,6 +29,7 @@ func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, erro
 	pm := s.scope.PacketMachine
 	scope.MarkAPIAvailable(pm)
 	pm.Status.InstanceStatus = dev.State
+	pm.Status.Interruptible = dev.SpotInstance || pm.Spec.SpotInstance
 	if dev.HardwareReservationID != "" {
 		pm.Status.HardwareReservationID = dev.HardwareReservationID
 	}
@@ -39,10 +41,17 @@ func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, erro
 		if dev.Facility != "" {
 			pm.Status.FailureDomain = dev.Facility
 		}
+		if !dev.TerminationTime.IsZero() {
+			return nil, s.terminationScheduled(dev), nil
+		}
 		if !conditions.IsTrue(pm, infrav1.DeviceReadyCondition) {
 			record.Eventf(pm, "DeviceActive", "Device %s is active in %s", dev.ID, dev.Facility)
 		}
 		s.setCondition(metav1.ConditionTrue, infrav1.DeviceActiveReason, fmt.Sprintf("Device %s is active", dev.ID))
+		if dev.SpotInstance {
+			// Packet may reclaim it at any time; look often enough to pass the notice on.
+			return dev, ctrl.Result{RequeueAfter: s.opts.SpotWatch}, nil
+		}
 		return dev, ctrl.Result{}, nil
 
 	case packet.DeviceStateQueued, packet.DeviceStateProvisioning, stateReinstalling:
@@ -81,6 +90,21 @@ func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, erro
 	}
 	s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisioningReason, fmt.Sprintf("Device %s is %s", dev.ID, dev.State))
 	return nil, ctrl.Result{RequeueAfter: s.opts.PollMax}, nil
+}
+
+// terminationScheduled reports a device Packet is going to delete (a spot device outbid on the
+// market, or a termination time set at create): its Node has until then. The next look is just
+// after that time, to see the device gone.
+func (s *Service) terminationScheduled(dev *packet.Device) ctrl.Result {
+	left := dev.TerminationTime.Sub(s.opts.Now())
+	why := "its termination time"
+	if dev.SpotInstance {
+		why = "the spot market price rose above spotPriceMax"
+	}
+	s.setCondition(metav1.ConditionFalse, infrav1.DeviceTerminationScheduledReason, fmt.Sprintf(
+		"Packet terminates device %s at %s (in %s): %s. A MachineHealthCheck replaces the Machine once its Node is gone",
+		dev.ID, dev.TerminationTime.UTC().Format(time.RFC3339), max(0, left).Round(time.Second), why))
+	return ctrl.Result{RequeueAfter: clamp(left+estimateMargin, s.opts.PollMin, s.opts.PollMax)}
 }
 
 // addresses reports the device's IPs the way Cluster API expects them: public ones (IPv4 and

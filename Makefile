@@ -271,7 +271,11 @@ IMG ?= $(REGISTRY)/$(IMAGE_NAME):$(IMAGE_TAG)
 DEFAULT_IMAGE := quay.io/equinix-oss/cluster-api-provider-packet
 RELEASE_DIR ?= $(ROOT)/out/release
 CLUSTERCTL_REPO_DIR ?= $(ROOT)/out/clusterctl-repo
-TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar
+TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers
+
+# kustomize writes "${SPOT_PRICE_MAX:=0.50}" unquoted, and clusterctl's 0.50 would then be a YAML
+# float, which a Quantity field refuses: quote the variables that stand for quantities.
+QUOTE_QUANTITY_VARIABLES := sed -E 's/^( +spotPriceMax: )(\$$\{[A-Z_]+(:=[^}]*)?\})$$/\1"\2"/'
 
 .PHONY: generate-templates
 generate-templates: $(KUSTOMIZE) ## Build templates/cluster-template*.yaml from templates/flavors (kustomize).
@@ -279,7 +283,7 @@ generate-templates: $(KUSTOMIZE) ## Build templates/cluster-template*.yaml from 
 		out=templates/cluster-template-$$flavor.yaml; \
 		if [ $$flavor = default ]; then out=templates/cluster-template.yaml; fi; \
 		{ echo "# Generated from templates/flavors/$$flavor by 'make generate-templates'; do not edit."; \
-		  $(KUSTOMIZE) build templates/flavors/$$flavor; } > $$out.tmp && mv $$out.tmp $$out; \
+		  $(KUSTOMIZE) build templates/flavors/$$flavor | $(QUOTE_QUANTITY_VARIABLES); } > $$out.tmp && mv $$out.tmp $$out; \
 	done
 
 .PHONY: release

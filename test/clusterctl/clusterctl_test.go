@@ -239,6 +239,17 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 				Expect(rendered).NotTo(ContainSubstring("$$"))
 			}
 
+			if flavor == "spot-workers" {
+				spot := func(name string) map[string]any {
+					spec, _, _ := unstructured.NestedMap(find(objs, "PacketMachineTemplate", name).Object, "spec", "template", "spec")
+					return spec
+				}
+				Expect(spot("c1-worker-a")).To(And(HaveKeyWithValue("spotInstance", true), HaveKeyWithValue("spotPriceMax", "0.50")))
+				Expect(spot("c1-control-plane")).NotTo(HaveKey("spotInstance"), "control planes stay on demand")
+				mhc := find(objs, "MachineHealthCheck", "c1-worker-a")
+				Expect(mhc.Object["spec"]).To(HaveKeyWithValue("selector", HaveKeyWithValue("matchLabels", map[string]any{"pool": "worker-a"})))
+			}
+
 			warnings.take()
 			Expect(dryRunApply(objs)).To(BeEmpty())
 			Expect(warnings.take()).To(BeEmpty())
@@ -249,6 +260,7 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 		Entry("kube-vip-crs-cni", "kube-vip-crs-cni", "KUBE_VIP", true),
 		Entry("topology (ClusterClass packet)", "topology", "CPEM", false),
 		Entry("flatcar (Ignition)", "flatcar", "CPEM", false),
+		Entry("spot-workers", "spot-workers", "CPEM", false),
 	)
 
 	It("lets the provider's webhooks reject a bad rendering in the same dry run", func() {

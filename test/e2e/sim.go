@@ -34,6 +34,10 @@ type Device struct {
 	Tags     []string `json:"tags"`
 	UserData string   `json:"userdata"`
 	Network  []IP     `json:"ip_addresses"`
+	// Spot market: the bid, and when Packet reclaims an outbid device.
+	SpotInstance    bool    `json:"spot_instance"`
+	SpotPriceMax    float64 `json:"spot_price_max"`
+	TerminationTime *string `json:"termination_time"`
 }
 
 // IP is an IP reservation or assignment.
@@ -298,4 +302,24 @@ func (c *SimClient) Console(ctx context.Context, id string) (string, error) {
 // RemoveFault lifts one fault.
 func (c *SimClient) RemoveFault(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/_sim/faults/"+id, nil, nil)
+}
+
+// SpotPrice reads the spot market price of a plan in a metro.
+func (c *SimClient) SpotPrice(ctx context.Context, metro, plan string) (float64, error) {
+	var out struct {
+		Prices map[string]map[string]float64 `json:"prices"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/_sim/spot-market", nil, &out); err != nil {
+		return 0, err
+	}
+	price, ok := out.Prices[metro][plan]
+	if !ok {
+		return 0, fmt.Errorf("no spot market for %s in %s", plan, metro)
+	}
+	return price, nil
+}
+
+// SetSpotPrice moves the spot market: spot devices whose bid is now below it are reclaimed.
+func (c *SimClient) SetSpotPrice(ctx context.Context, metro, plan string, price float64) error {
+	return c.do(ctx, http.MethodPut, "/_sim/spot-market/"+metro+"/"+plan, map[string]float64{"price": price}, nil)
 }

@@ -105,13 +105,13 @@ var (
 		EIPApproval: 10 * time.Minute, HardwareWipe: 10 * time.Minute, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: 2 * time.Minute}
 	TimingFast = Timing{Queued: 2 * time.Second, Provisioning: 10 * time.Second, CustomIPXE: 5 * time.Second,
 		Deprovisioning: 5 * time.Second, PowerOff: 2 * time.Second, PowerOn: 2 * time.Second, Reinstall: 10 * time.Second,
-		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: 10 * time.Second}
+		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: time.Minute}
 	TimingInstant = Timing{RootPasswordExpiry: 24 * time.Hour}
 	// TimingSandbox is "fast" with devices active about 20s after creation, what `make sandbox`
 	// shows people: long enough to watch a Machine provision, short enough to wait for.
 	TimingSandbox = Timing{Queued: 3 * time.Second, Provisioning: 17 * time.Second, CustomIPXE: 5 * time.Second,
 		Deprovisioning: 5 * time.Second, PowerOff: 2 * time.Second, PowerOn: 2 * time.Second, Reinstall: 15 * time.Second,
-		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: 30 * time.Second}
+		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: time.Minute}
 )
 
 // TimingProfile returns a named profile: realistic, fast, sandbox or instant.

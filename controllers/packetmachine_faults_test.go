@@ -44,6 +44,10 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 			g.Expect(getPM(pm).Spec.ProviderID).To(BeEmpty())
 		}, 1500*time.Millisecond, 100*time.Millisecond).Should(Succeed())
 		Expect(getPM(pm).Annotations).To(HaveKey(device.CreateStartedAnnotation))
+		Expect(machineCondition(pm, infrav1.DeviceReadyCondition)()).To(And(
+			HaveField("Reason", infrav1.PacketAPIErrorReason),
+			HaveField("Message", And(ContainSubstring("(HTTP 500)"), ContainSubstring("the device may exist anyway: waiting up to")))),
+			"the wait keeps Packet's answer")
 
 		sim.Advance(21 * time.Second) // the list shows the device; still inside the confirm window
 		Eventually(func() string { return getPM(pm).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + dev.ID))

@@ -80,12 +80,18 @@ var machineSpecCases = []struct {
 	{name: "malformed providerID", spec: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "aws:///i-123" },
 		want: want{"providerID", "must be equinixmetal://<device UUID>"}},
 	{name: "customData", spec: func(s *infrav1.PacketMachineSpec) { s.CustomData = &apiextensionsv1.JSON{Raw: []byte(`{"a":1}`)} }},
-	{name: "spot with a bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5")) }},
+	{name: "spot with a bid", spec: func(s *infrav1.PacketMachineSpec) {
+		s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5"))
+	}},
 	{name: "spot without a bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance = true },
 		want: want{"spotPriceMax", "a spot device needs a bid"}},
-	{name: "spot with a zero bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0")) },
+	{name: "spot with a zero bid", spec: func(s *infrav1.PacketMachineSpec) {
+		s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0"))
+	},
 		want: want{"spotPriceMax", "must be more than 0"}},
-	{name: "spot with a negative bid", spec: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("-1")) },
+	{name: "spot with a negative bid", spec: func(s *infrav1.PacketMachineSpec) {
+		s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("-1"))
+	},
 		want: want{"spotPriceMax", "must be more than 0"}},
 	{name: "a bid without spot", spec: func(s *infrav1.PacketMachineSpec) { s.SpotPriceMax = ptr.To(resource.MustParse("0.5")) },
 		want: want{"spotPriceMax", "set spotInstance: true"}},
@@ -95,7 +101,9 @@ var machineSpecCases = []struct {
 }
 
 func TestPacketMachineSpotControlPlanesNeedConsent(t *testing.T) {
-	spot := func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5")) }
+	spot := func(s *infrav1.PacketMachineSpec) {
+		s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5"))
+	}
 	worker := packetMachine(spot)
 	if _, err := (&PacketMachine{}).ValidateCreate(context.Background(), worker); err != nil {
 		t.Fatalf("spot worker refused: %v", err)
@@ -212,12 +220,20 @@ func TestPacketMachineValidateUpdate(t *testing.T) {
 				s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("1"))
 			},
 			want: want{"spec.spotInstance", immutable}},
-		{name: "spotPriceMax", old: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("1")) },
-			new:  func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("2")) },
+		{name: "spotPriceMax", old: func(s *infrav1.PacketMachineSpec) {
+			s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("1"))
+		},
+			new: func(s *infrav1.PacketMachineSpec) {
+				s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("2"))
+			},
 			want: want{"spec.spotPriceMax", immutable}},
 		{name: "spotPriceMax written differently is no change",
-			old: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5")) },
-			new: func(s *infrav1.PacketMachineSpec) { s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("500m")) }},
+			old: func(s *infrav1.PacketMachineSpec) {
+				s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("0.5"))
+			},
+			new: func(s *infrav1.PacketMachineSpec) {
+				s.SpotInstance, s.SpotPriceMax = true, ptr.To(resource.MustParse("500m"))
+			}},
 		{name: "old object already invalid: finalizer-only update passes (ratchet)",
 			old: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro, s.BillingCycle = "sv15", "sv", "weekly" },
 			new: func(s *infrav1.PacketMachineSpec) { s.Facility, s.Metro, s.BillingCycle = "sv15", "sv", "weekly" }},

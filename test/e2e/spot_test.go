@@ -101,7 +101,9 @@ func spotWorkers(ctx context.Context, ns, cluster string) []infrav1.PacketMachin
 	})
 }
 
-func deviceIDOf(pm infrav1.PacketMachine) string { return pm.Spec.ProviderID[len(infrav1.ProviderIDPrefix):] }
+func deviceIDOf(pm infrav1.PacketMachine) string {
+	return pm.Spec.ProviderID[len(infrav1.ProviderIDPrefix):]
+}
 
 func names(pms []infrav1.PacketMachine) []string {
 	out := make([]string, 0, len(pms))

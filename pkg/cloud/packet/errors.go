@@ -53,8 +53,23 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %d %s", e.Operation, e.StatusCode, msg)
 }
 
-// Message is the API's text alone, for conditions and events.
-func (e *Error) Message() string { return strings.Join(e.Messages, ", ") }
+// maxMessageLen bounds the API text carried into conditions and events: an error page from a
+// proxy in front of the API can be kilobytes of HTML.
+const maxMessageLen = 512
+
+// Message is the API's own text with the HTTP status, for conditions and events, e.g.
+// "There aren't available servers in that metro (HTTP 503)". Packet's error texts name fields
+// and resources, never the request's credentials or user-data, and neither does this.
+func (e *Error) Message() string {
+	msg := strings.Join(e.Messages, ", ")
+	if len(msg) > maxMessageLen {
+		msg = strings.ToValidUTF8(msg[:maxMessageLen], "") + "…"
+	}
+	if e.StatusCode == 0 {
+		return msg
+	}
+	return fmt.Sprintf("%s (HTTP %d)", msg, e.StatusCode)
+}
 
 func (e *Error) Unwrap() error { return e.err }
 

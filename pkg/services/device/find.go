@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,9 +80,7 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 	}
 	if wait := s.createInFlight(); wait > 0 {
 		scope.MarkAPIAvailable(pm)
-		s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisioningReason, fmt.Sprintf(
-			"A device create got no answer; waiting up to %s for the device to show in Packet's lists before creating one",
-			wait.Round(time.Second)))
+		s.waitForUnansweredCreate(wait)
 		return nil, ctrl.Result{RequeueAfter: min(s.opts.PollMin, wait)}, nil
 	}
 	if c := conditions.Get(pm, infrav1.DeviceReadyCondition); c != nil && c.Reason == infrav1.InvalidRequestReason &&
@@ -253,6 +252,21 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 	}
 	res, err = scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, lastErr, 0)
 	return nil, res, err
+}
+
+// waitingForCreate ends the DeviceReady message while an unanswered create may still show up.
+const waitingForCreate = "; the device may exist anyway: waiting up to "
+
+// waitForUnansweredCreate reports the wait after a create whose answer was lost. What Packet
+// said then (a 5xx, a timeout), recorded by HandleAPIError, stays in the message and its reason.
+func (s *Service) waitForUnansweredCreate(wait time.Duration) {
+	reason, cause := infrav1.DeviceProvisioningReason, "A device create got no answer"
+	if c := conditions.Get(s.scope.PacketMachine, infrav1.DeviceReadyCondition); c != nil && c.Reason == infrav1.PacketAPIErrorReason {
+		reason = c.Reason
+		cause, _, _ = strings.Cut(c.Message, waitingForCreate)
+	}
+	s.setCondition(metav1.ConditionFalse, reason, fmt.Sprintf("%s%s%s for it to show in Packet's lists before creating one",
+		cause, waitingForCreate, wait.Round(time.Second)))
 }
 
 // refused reports whether an error of this kind means Packet did not create the device.

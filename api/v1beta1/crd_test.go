@@ -288,12 +288,21 @@ var _ = Describe("Printer columns", func() {
 		Expect(testEnv.Client.Create(ctx, pma)).To(Succeed())
 		pma.Status.InstanceStatus = "active"
 		pma.Status.Initialization.Provisioned = ptr.To(true)
+		pma.Status.FailureDomain = "sv15"
+		pma.Status.Interruptible = true
+		pma.Status.Addresses = []clusterv1.MachineAddress{{Type: clusterv1.MachineInternalIP, Address: "10.0.0.3"},
+			{Type: clusterv1.MachineExternalIP, Address: "198.51.100.9"}, {Type: clusterv1.MachineHostName, Address: "m"}}
+		pma.Status.Conditions = []metav1.Condition{{Type: infrav1.DeviceReadyCondition, Status: metav1.ConditionTrue,
+			Reason: infrav1.DeviceActiveReason, LastTransitionTime: metav1.Now()}}
 		Expect(testEnv.Client.Status().Update(ctx, pma)).To(Succeed())
 
+		// kubectl get shows the columns of priority 0; -o wide all of them.
 		columns, cells := table("packetmachines", ns, "m")
-		Expect(columns).To(Equal([]string{"Name", "Cluster", "State", "Provisioned", "ProviderID", "Machine", "Age"}))
+		Expect(columns).To(Equal([]string{"Name", "Cluster", "State", "Provisioned", "ProviderID", "Machine", "Age",
+			"Plan", "Facility", "Address", "Spot", "Reason"}))
 		Expect(cells[1:6]).To(Equal([]any{"c1", "active", true, pma.Spec.ProviderID, "machine-0"}))
 		Expect(cells[6]).NotTo(BeEmpty())
+		Expect(cells[7:]).To(Equal([]any{"c3.small.x86", "sv15", "198.51.100.9", true, infrav1.DeviceActiveReason}))
 
 		pcl := &infrav1.PacketCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
@@ -306,7 +315,9 @@ var _ = Describe("Printer columns", func() {
 		Expect(testEnv.Client.Status().Update(ctx, pcl)).To(Succeed())
 
 		columns, cells = table("packetclusters", ns, "c1")
-		Expect(columns).To(Equal([]string{"Name", "Cluster", "Endpoint", "Provisioned", "Ready", "Age"}))
+		Expect(columns).To(Equal([]string{"Name", "Cluster", "Endpoint", "Provisioned", "Ready", "Age",
+			"Metro", "Facility", "VIP Manager", "Project"}))
 		Expect(cells[1:5]).To(Equal([]any{"c1", "198.51.100.7", true, "True"}))
+		Expect(cells[6:]).To(Equal([]any{"sv", nil, "CPEM", "p"}))
 	})
 })

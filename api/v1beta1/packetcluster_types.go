@@ -154,6 +154,10 @@ type PacketClusterInitializationStatus struct {
 // +kubebuilder:printcolumn:name="Provisioned",type="boolean",JSONPath=".status.initialization.provisioned",description="Infrastructure is ready for machines"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Ready condition"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Metro",type="string",JSONPath=".spec.metro",description="Metro of the cluster",priority=1
+// +kubebuilder:printcolumn:name="Facility",type="string",JSONPath=".spec.facility",description="Facility of the cluster (deprecated)",priority=1
+// +kubebuilder:printcolumn:name="VIP Manager",type="string",JSONPath=".spec.vipManager",description="What moves the control-plane endpoint",priority=1
+// +kubebuilder:printcolumn:name="Project",type="string",JSONPath=".spec.projectID",description="Packet project",priority=1
 
 // PacketCluster is the Packet infrastructure of a Cluster API Cluster: its project, location and
 // control-plane endpoint.

@@ -174,6 +174,11 @@ type PacketMachineInitializationStatus struct {
 // +kubebuilder:printcolumn:name="ProviderID",type="string",JSONPath=".spec.providerID",description="Packet device"
 // +kubebuilder:printcolumn:name="Machine",type="string",JSONPath=".metadata.ownerReferences[?(@.kind==\"Machine\")].name",description="Machine that owns this PacketMachine"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Plan",type="string",JSONPath=".spec.machineType",description="Packet plan",priority=1
+// +kubebuilder:printcolumn:name="Facility",type="string",JSONPath=".status.failureDomain",description="Facility the device runs in",priority=1
+// +kubebuilder:printcolumn:name="Address",type="string",JSONPath=`.status.addresses[?(@.type=="ExternalIP")].address`,description="Public addresses of the device",priority=1
+// +kubebuilder:printcolumn:name="Spot",type="boolean",JSONPath=".status.interruptible",description="Spot-market device, which Packet may reclaim",priority=1
+// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=`.status.conditions[?(@.type=="DeviceReady")].reason`,description="Why the device is (not) ready",priority=1
 
 // PacketMachine is the Packet device behind a Cluster API Machine.
 type PacketMachine struct {

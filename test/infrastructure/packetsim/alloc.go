@@ -51,13 +51,18 @@ func (a *allocator) alloc(pool string, cidr int) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("cannot carve a /%d from %s", cidr, pool)
 	}
 	if prefix.Addr().Is4() {
-		off, err := a.bump(pool, 32-cidr, 32-prefix.Bits())
+		// Packet never hands out a network's own network or broadcast address: counting starts
+		// one address in and stops one short of the end.
+		if a.Next[pool] == 0 {
+			a.Next[pool] = 1
+		}
+		off, err := a.bump(pool, 32-cidr, uint64(1)<<(32-prefix.Bits())-1)
 		return addrAdd(prefix.Masked().Addr(), off), err
 	}
 	// IPv6: blocks of /64 or larger are counted in /64 units in the upper
 	// half; smaller blocks come from one /64 set aside for them.
 	if cidr <= 64 {
-		off, err := a.bump(pool, 64-cidr, 64-prefix.Bits())
+		off, err := a.bump(pool, 64-cidr, units(64-prefix.Bits()))
 		return addrAddHigh(prefix.Masked().Addr(), off), err
 	}
 	base, ok := a.Small[pool]
@@ -72,21 +77,29 @@ func (a *allocator) alloc(pool string, cidr int) (netip.Addr, error) {
 		}
 		a.Small[pool] = base
 	}
-	off, err := a.bump(pool+"|small", 128-cidr, 64)
+	off, err := a.bump(pool+"|small", 128-cidr, 0)
 	baseAddr, _ := netip.ParseAddr(base)
 	return addrAdd(baseAddr, off), err
 }
 
-// bump reserves an aligned block of 2^hostBits units from a counter that
-// spans 2^poolBits units.
-func (a *allocator) bump(key string, hostBits, poolBits int) (uint64, error) {
+// bump reserves an aligned block of 2^hostBits units from a counter whose blocks must end by
+// limit units (0: no limit).
+func (a *allocator) bump(key string, hostBits int, limit uint64) (uint64, error) {
 	size := uint64(1) << hostBits
 	next := (a.Next[key] + size - 1) / size * size
-	if poolBits < 64 && next+size > uint64(1)<<poolBits {
+	if limit > 0 && next+size > limit {
 		return 0, fmt.Errorf("address pool %s is exhausted", key)
 	}
 	a.Next[key] = next + size
 	return next, nil
+}
+
+// units is 2^bits, or 0 (no limit) when that does not fit in a counter.
+func units(bits int) uint64 {
+	if bits >= 64 {
+		return 0
+	}
+	return uint64(1) << bits
 }
 
 // addrAddHigh adds n to the upper 64 bits of an IPv6 address.

@@ -24,6 +24,27 @@ var _ = Describe("elastic IPs", func() {
 			Tags: []string{"cluster-api-provider-packet:cluster-id:c1"}, FailOnApprovalRequired: true}
 	}
 
+	It("never hands out a pool's network or broadcast address, as Packet never does", func() {
+		e = newEnv(func(o *packetsim.Options) {
+			o.Seed = packetsim.DefaultSeed()
+			o.Seed.IPPools.PublicIPv4 = "198.51.100.0/29"
+			for i := range o.Seed.Projects {
+				o.Seed.Projects[i].PublicIPv4Quota = 100
+			}
+		})
+		var got []string
+		for {
+			res, _, err := e.client.ProjectIPs.Create(projectID, eipRequest())
+			if err != nil {
+				status, _ := apiError(err)
+				Expect(status).To(Equal(422), "the pool runs out")
+				break
+			}
+			got = append(got, res.Address)
+		}
+		Expect(got).To(Equal([]string{"198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4", "198.51.100.5", "198.51.100.6"}))
+	})
+
 	It("reserves, assigns, unassigns and deletes with cascade", func() {
 		res, _, err := e.client.ProjectIPs.Create(projectID, eipRequest())
 		Expect(err).NotTo(HaveOccurred())

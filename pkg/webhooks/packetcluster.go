@@ -75,6 +75,8 @@ func (w *PacketCluster) ValidateUpdate(_ context.Context, oldC, newC *infrav1.Pa
 		errs = append(errs, field.Invalid(path.Child("projectID"), newSpec.ProjectID, fmt.Sprintf(
 			"cannot change: the cluster's devices and elastic IP live in project %q; create a new cluster to use another project", oldSpec.ProjectID)))
 	}
+	errs = append(errs, validateLocationChange(oldSpec.Metro, oldSpec.Facility, newSpec.Metro, newSpec.Facility, path,
+		"a cluster's location cannot change: its elastic IP and devices stay where they were created")...)
 	if newSpec.VIPManager != oldSpec.VIPManager {
 		errs = append(errs, field.Invalid(path.Child("vipManager"), newSpec.VIPManager, fmt.Sprintf(
 			"cannot change from %s: the control-plane endpoint was set up for it and the nodes run its components; create a new cluster to use another VIP manager", oldSpec.VIPManager)))
@@ -108,8 +110,12 @@ func (w *PacketCluster) ValidateDelete(_ context.Context, _ *infrav1.PacketClust
 // templates, whose location a ClusterClass may patch in per cluster.
 func ValidatePacketClusterSpec(spec *infrav1.PacketClusterSpec, path *field.Path, locationRequired bool) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
-	if spec.ProjectID == "" {
+	switch {
+	case spec.ProjectID == "":
 		errs = append(errs, field.Required(path.Child("projectID"), "set the UUID of the Packet project the cluster runs in"))
+	case !infrav1.IsUUID(spec.ProjectID):
+		errs = append(errs, field.Invalid(path.Child("projectID"), spec.ProjectID,
+			"must be the UUID of the Packet project (as in the console's project settings), not its name"))
 	}
 	locErrs, warnings := validateLocation(spec.Metro, spec.Facility, path, locationRequired)
 	errs = append(errs, locErrs...)

@@ -206,14 +206,9 @@ func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field
 		if !slices.Equal(o.Tags, n.Tags) {
 			errs = append(errs, field.Forbidden(path.Child("tags"), msg))
 		}
-	} else if !isLocationMigration(o, n) {
-		const locMsg = "a machine's location cannot change, its device stays where it was created; the only allowed change is migrating from facility to metro: remove facility and set metro to the facility's metro"
-		if o.Metro != n.Metro {
-			errs = append(errs, field.Invalid(path.Child("metro"), n.Metro, fmt.Sprintf("%s (was %q)", locMsg, o.Metro)))
-		}
-		if o.Facility != n.Facility {
-			errs = append(errs, field.Invalid(path.Child("facility"), n.Facility, fmt.Sprintf("%s (was %q)", locMsg, o.Facility)))
-		}
+	} else {
+		errs = append(errs, validateLocationChange(o.Metro, o.Facility, n.Metro, n.Facility, path,
+			"a machine's location cannot change, its device stays where it was created")...)
 	}
 
 	// Anything not compared above (a field added to the API later) cannot change either.
@@ -231,15 +226,6 @@ func withoutComparedFields(s *infrav1.PacketMachineSpec) *infrav1.PacketMachineS
 	s.SpotInstance, s.SpotPriceMax = false, nil
 	s.ProviderID, s.Tags, s.Metro, s.Facility = "", nil, "", ""
 	return s
-}
-
-// isLocationMigration reports whether the location is unchanged or moves from a facility to a
-// metro: facility removed, metro set (to the metro already given, if there was one).
-func isLocationMigration(o, n *infrav1.PacketMachineSpec) bool {
-	if o.Metro == n.Metro && o.Facility == n.Facility {
-		return true
-	}
-	return o.Facility != "" && n.Facility == "" && n.Metro != "" && (o.Metro == "" || o.Metro == n.Metro)
 }
 
 // isProviderID reports whether s is equinixmetal://<device UUID>, or packet://<device UUID> as the

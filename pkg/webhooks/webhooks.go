@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,7 +94,43 @@ func validateLocation(metro, facility string, path *field.Path, required bool) (
 		warnings = append(warnings, fmt.Sprintf("%s is deprecated: Packet is retiring facilities, use %s (the facility's metro) instead",
 			path.Child("facility"), path.Child("metro")))
 	}
+	if metro != "" && !metroCode.MatchString(metro) {
+		errs = append(errs, field.Invalid(path.Child("metro"), metro,
+			`must be a Packet metro code, two letters (for example "da", "sv" or "ny")`))
+	}
+	if facility != "" && !facilityCode.MatchString(facility) {
+		errs = append(errs, field.Invalid(path.Child("facility"), facility,
+			`must be a Packet facility code, letters then digits (for example "da11" or "sv15"); facilities are deprecated, prefer metro`))
+	}
 	return errs, warnings
+}
+
+// Packet's location codes, matched case-insensitively as Packet matches them.
+var (
+	metroCode    = regexp.MustCompile(`^[a-zA-Z]{2}$`)
+	facilityCode = regexp.MustCompile(`^[a-zA-Z]{2,3}[0-9]{1,3}$`)
+)
+
+// validateLocationChange allows a location to stay as it is or to move from a facility to a
+// metro (facility removed, metro set, to the metro already given if there was one): Packet
+// retires facilities, and what was created stays in its data center either way. Anything else
+// would leave existing devices and addresses where they are while the object claims otherwise.
+func validateLocationChange(oldMetro, oldFacility, newMetro, newFacility string, path *field.Path, what string) field.ErrorList {
+	if oldMetro == newMetro && oldFacility == newFacility {
+		return nil
+	}
+	if oldFacility != "" && newFacility == "" && newMetro != "" && (oldMetro == "" || oldMetro == newMetro) {
+		return nil
+	}
+	msg := what + "; the only allowed change is migrating from facility to metro: remove facility and set metro to the facility's metro"
+	var errs field.ErrorList
+	if oldMetro != newMetro {
+		errs = append(errs, field.Invalid(path.Child("metro"), newMetro, fmt.Sprintf("%s (was %q)", msg, oldMetro)))
+	}
+	if oldFacility != newFacility {
+		errs = append(errs, field.Invalid(path.Child("facility"), newFacility, fmt.Sprintf("%s (was %q)", msg, oldFacility)))
+	}
+	return errs
 }
 
 // validateEndpoint rejects a malformed control-plane endpoint: a host that is neither an IP
@@ -130,6 +167,8 @@ func validateTags(tags []string, path *field.Path) field.ErrorList {
 			errs = append(errs, field.TooLong(p, "", infrav1.MaxTagLength))
 		case seen[tag]:
 			errs = append(errs, field.Duplicate(p, tag))
+		case strings.Contains(tag, ","):
+			errs = append(errs, field.Invalid(p, tag, "must not contain a comma: Packet splits tag filters on commas, so the device could not be found by it"))
 		}
 		seen[tag] = true
 	}

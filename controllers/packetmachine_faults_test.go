@@ -137,6 +137,20 @@ var _ = Describe("PacketMachine reconciler, hardware reservations", func() {
 	})
 })
 
+var _ = Describe("PacketMachine reconciler, hardware reservations elsewhere", func() {
+	It("refuses a reservation outside the machine's metro, naming both, and creates nothing", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{}) // metro sv
+		pm := mc.createMachine("hw-da", machineOpts{spec: infrav1.PacketMachineSpec{HardwareReservationID: hwA003}})
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
+			HaveField("Reason", infrav1.InvalidRequestReason),
+			HaveField("Message", And(ContainSubstring("no reservation is in the machine's metro sv"),
+				ContainSubstring(hwA003+" is in facility da11 (metro da)")))))
+		Consistently(func() int { return createsFor(pm) }, time.Second, 100*time.Millisecond).Should(BeZero())
+		Expect(eventReasons(pm)()).To(ContainElement(infrav1.InvalidRequestReason))
+		deleteAndWait(pm)
+	})
+})
+
 var _ = Describe("PacketMachine reconciler, control-plane endpoint", func() {
 	AfterEach(func() { sim.ClearFaults() })
 

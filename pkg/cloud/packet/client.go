@@ -54,6 +54,9 @@ type Client interface {
 	// EnsureBGPSession gives the device an IPv4 BGP session; an existing one is kept.
 	EnsureBGPSession(ctx context.Context, deviceID string) error
 
+	// GetHardwareReservation returns a hardware reservation with the facility and metro it is in.
+	GetHardwareReservation(ctx context.Context, id string) (*HardwareReservation, error)
+
 	// ListPlans returns the plans the project can use.
 	ListPlans(ctx context.Context, projectID string) ([]Plan, error)
 	// ListFacilities returns every facility.

@@ -119,6 +119,16 @@ func TestHardwareReservationIsReported(t *testing.T) {
 	if got.HardwareReservationID == "" {
 		t.Fatalf("device on a hardware reservation reports none: %+v", got)
 	}
+	hr, err := c.GetHardwareReservation(ctx, got.HardwareReservationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hr.ID != got.HardwareReservationID || hr.Facility != got.Facility || hr.Metro != "sv" || hr.DeviceID != d.ID || hr.Plan != req.Plan {
+		t.Fatalf("reservation = %+v, want the device's %s in %s (metro sv)", hr, d.ID, got.Facility)
+	}
+	if _, err := c.GetHardwareReservation(ctx, "00000000-0000-4000-8000-0000000000ff"); !packet.IsNotFound(err) {
+		t.Fatalf("unknown reservation: %v, want NotFound", err)
+	}
 }
 
 func TestErrorsAreClassifiedByStatusAndKeepTheAPIText(t *testing.T) {

@@ -189,6 +189,11 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason, "spec.hardwareReservationID: "+err.Error())
 		return nil, ctrl.Result{}, nil //nolint:nilerr // reported in DeviceReady; only a spec change can help.
 	}
+	if len(reservations) > 0 {
+		if reservations, res, err = s.reservationsInLocation(ctx, req, reservations); reservations == nil {
+			return nil, res, err
+		}
+	}
 	candidates := reservations
 	switch {
 	case nextAvailable:

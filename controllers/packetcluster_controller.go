@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
@@ -58,17 +60,33 @@ type PacketClusterReconciler struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *PacketClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
+	// The filters apply to every source but Secrets, which carry no watch-filter label;
+	// secretToPacketClusters applies them to the PacketClusters it finds.
+	filter := predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)
+	notExternal := predicates.ResourceIsNotExternallyManaged(mgr.GetScheme(), log)
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.PacketCluster{}).
+		For(&infrav1.PacketCluster{}, builder.WithPredicates(filter, notExternal)).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
-		WithEventFilter(predicates.ResourceIsNotExternallyManaged(mgr.GetScheme(), log)).
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx,
 				infrav1.GroupVersion.WithKind("PacketCluster"), mgr.GetClient(), &infrav1.PacketCluster{})),
-			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
+			builder.WithPredicates(filter, predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
 		).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketClusters)).
 		Complete(r)
+}
+
+// secretToPacketClusters maps a credentials Secret to the PacketClusters whose credentialsRef
+// names it, so that fixed credentials are used at once, not at the next slow retry.
+func (r *PacketClusterReconciler) secretToPacketClusters(ctx context.Context, o client.Object) []reconcile.Request {
+	var requests []reconcile.Request
+	for _, pc := range credentialsUsers(ctx, r.Client, o) {
+		if r.WatchFilterValue != "" && pc.Labels[clusterv1.WatchLabel] != r.WatchFilterValue || annotations.IsExternallyManaged(&pc) {
+			continue
+		}
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pc)})
+	}
+	return requests
 }
 
 // Reconcile runs Cluster API's canonical preamble, then reserves (or releases) what the cluster

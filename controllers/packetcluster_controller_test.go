@@ -175,6 +175,18 @@ var _ = Describe("PacketCluster reconciler", func() {
 		Eventually(conditionOf(ns, "nosecret", infrav1.PacketAPIAvailableCondition), eventually).
 			Should(And(haveReason(infrav1.CredentialsInvalidReason), HaveField("Message", ContainSubstring("missing"))))
 		Expect(getPacketCluster(ns, "nosecret").Status.Initialization.Provisioned).To(BeNil())
+
+		By("fixing the Secrets: the clusters provision at once (Secrets are watched), not at the slow retry")
+		secret := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "creds"}, secret)).To(Succeed())
+		secret.Data["apiKey"] = []byte(packetsim.DefaultToken)
+		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: ns},
+			Data: map[string][]byte{"apiKey": []byte(packetsim.DefaultToken)}})).To(Succeed())
+		for _, name := range []string{"badkey", "nosecret"} {
+			Eventually(func() *bool { return getPacketCluster(ns, name).Status.Initialization.Provisioned }, eventually).
+				Should(HaveValue(BeTrue()), name)
+		}
 	})
 
 	It("makes no Packet call while the Cluster is paused", func() {

@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -69,22 +71,28 @@ func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if r.sentCreates == nil {
 		r.sentCreates = device.NewSentCreates()
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &clusterv1.Machine{}, bootstrapSecretIndex, indexBootstrapSecret); err != nil {
+		return fmt.Errorf("indexing Machines by bootstrap Secret: %w", err)
+	}
+	// The watch filter applies to every source but Secrets, which carry no such label;
+	// secretToPacketMachines applies it to the Machines it finds.
+	filter := predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.PacketMachine{}, builder.WithPredicates(changedByOthers())).
+		For(&infrav1.PacketMachine{}, builder.WithPredicates(filter, changedByOthers())).
 		WithOptions(options).
-		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
 		Watches(&clusterv1.Machine{},
 			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("PacketMachine"))),
-			builder.WithPredicates(machineSpecChanged()),
+			builder.WithPredicates(filter, machineSpecChanged()),
 		).
 		Watches(&infrav1.PacketCluster{},
 			handler.EnqueueRequestsFromMapFunc(r.packetClusterToPacketMachines),
-			builder.WithPredicates(packetClusterChanged()),
+			builder.WithPredicates(filter, packetClusterChanged()),
 		).
 		Watches(&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(r.clusterToPacketMachines),
-			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log)),
+			builder.WithPredicates(filter, predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log)),
 		).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketMachines)).
 		Complete(r)
 }
 

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -121,6 +122,13 @@ var _ = Describe("PacketMachine reconciler", func() {
 		Eventually(machineCondition(pmBad, infrav1.DeviceReadyCondition), eventually).Should(And(
 			haveReason(infrav1.BootstrapDataInvalidReason), HaveField("Message", ContainSubstring("with cloud-init Jinja {{ v1.instance_id }}"))))
 		Expect(devicesOf(pmBad)).To(BeEmpty())
+
+		By("fixing the bootstrap Secret: acted on at once (the Secret is watched), not at the slow retry")
+		secret := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: mc.ns, Name: "bad-bootstrap"}, secret)).To(Succeed())
+		secret.Data["value"] = []byte("#cloud-config\nx: {{ .kubernetesVersion }}\n")
+		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		Expect(oneDevice(pmBad).UserData).To(Equal("#cloud-config\nx: v1.33.1\n"))
 	})
 
 	It("sends ipxe_script_url and always_pxe for custom_ipxe", func() {

@@ -30,30 +30,44 @@ func (r *PacketMachineReconciler) clusterToPacketMachines(ctx context.Context, o
 
 // packetClusterToPacketMachines maps a PacketCluster to the PacketMachines of its cluster.
 func (r *PacketMachineReconciler) packetClusterToPacketMachines(ctx context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[clusterv1.ClusterNameLabel]
-	if name == "" {
-		for _, ref := range o.GetOwnerReferences() {
-			if ref.Kind == "Cluster" {
-				name = ref.Name
-			}
+	return r.machinesOfCluster(ctx, o.GetNamespace(), clusterNameOf(o))
+}
+
+// clusterNameOf is the name of the Cluster a PacketCluster belongs to, "" before it is known.
+func clusterNameOf(o client.Object) string {
+	if name := o.GetLabels()[clusterv1.ClusterNameLabel]; name != "" {
+		return name
+	}
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "Cluster" {
+			return ref.Name
 		}
 	}
-	if name == "" {
-		return nil
-	}
-	return r.machinesOfCluster(ctx, o.GetNamespace(), name)
+	return ""
 }
 
 func (r *PacketMachineReconciler) machinesOfCluster(ctx context.Context, namespace, clusterName string) []reconcile.Request {
+	if clusterName == "" {
+		return nil
+	}
 	machines := &clusterv1.MachineList{}
 	if err := r.Client.List(ctx, machines, client.InNamespace(namespace),
 		client.MatchingLabels{clusterv1.ClusterNameLabel: clusterName}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the Machines of a cluster", "cluster", clusterName)
 		return nil
 	}
+	return r.packetMachinesOf(machines.Items)
+}
+
+// packetMachinesOf returns the PacketMachines of the Machines, skipping Machines outside the
+// controller's watch filter.
+func (r *PacketMachineReconciler) packetMachinesOf(machines []clusterv1.Machine) []reconcile.Request {
 	gk := infrav1.GroupVersion.WithKind("PacketMachine").GroupKind()
 	var requests []reconcile.Request
-	for _, m := range machines.Items {
+	for _, m := range machines {
+		if r.WatchFilterValue != "" && m.Labels[clusterv1.WatchLabel] != r.WatchFilterValue {
+			continue
+		}
 		if m.Spec.InfrastructureRef.GroupKind() == gk && m.Spec.InfrastructureRef.Name != "" {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{
 				Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}})
@@ -125,4 +139,51 @@ func metaChanged(a, b metav1.ObjectMeta, ignoredAnnotations ...string) bool {
 		!reflect.DeepEqual(a.OwnerReferences, b.OwnerReferences) ||
 		!reflect.DeepEqual(a.Finalizers, b.Finalizers) ||
 		!a.DeletionTimestamp.Equal(b.DeletionTimestamp)
+}
+
+// bootstrapSecretIndex indexes Machines by the name of their bootstrap data Secret.
+const bootstrapSecretIndex = "spec.bootstrap.dataSecretName"
+
+func indexBootstrapSecret(o client.Object) []string {
+	m, ok := o.(*clusterv1.Machine)
+	if !ok || m.Spec.Bootstrap.DataSecretName == nil {
+		return nil
+	}
+	return []string{*m.Spec.Bootstrap.DataSecretName}
+}
+
+// secretToPacketMachines maps a Secret to the PacketMachines that read it: those whose Machine
+// boots from it, and every machine of a cluster whose credentialsRef names it. A fixed bootstrap
+// or credentials Secret is then acted on at once, not at the next slow retry. The Secret carries
+// no watch-filter label, so the filter is applied to the Machines instead.
+func (r *PacketMachineReconciler) secretToPacketMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	log := ctrl.LoggerFrom(ctx)
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{bootstrapSecretIndex: o.GetName()}); err != nil {
+		log.Error(err, "Listing the Machines that boot from a Secret", "Secret", o.GetName())
+		return nil
+	}
+	requests := r.packetMachinesOf(machines.Items)
+	for _, pc := range credentialsUsers(ctx, r.Client, o) {
+		requests = append(requests, r.machinesOfCluster(ctx, pc.Namespace, clusterNameOf(&pc))...)
+	}
+	return requests
+}
+
+// credentialsUsers returns the PacketClusters of the Secret's namespace whose credentialsRef
+// names it. A namespace holds few PacketClusters, so they are listed, not indexed.
+func credentialsUsers(ctx context.Context, c client.Client, secret client.Object) []infrav1.PacketCluster {
+	clusters := &infrav1.PacketClusterList{}
+	if err := c.List(ctx, clusters, client.InNamespace(secret.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the PacketClusters that may use a Secret", "Secret", secret.GetName())
+		return nil
+	}
+	var out []infrav1.PacketCluster
+	for _, pc := range clusters.Items {
+		if pc.Spec.CredentialsRef != nil && pc.Spec.CredentialsRef.Name == secret.GetName() {
+			out = append(out, pc)
+		}
+	}
+	return out
 }

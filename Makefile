@@ -49,8 +49,31 @@ run: generate ## Run the manager against the cluster in $KUBECONFIG (Packet API 
 	ENABLE_WEBHOOKS=$${ENABLE_WEBHOOKS:-false} go run -ldflags "$(LDFLAGS)" . --health-addr=127.0.0.1:9440 --diagnostics-address=127.0.0.1:8443 --insecure-diagnostics
 
 .PHONY: build
-build: ## Build the manager binary into bin/manager.
-	go build -ldflags "$(LDFLAGS)" -o $(BIN)/manager .
+build: $(BIN)/manager ## Build the manager binary into bin/manager.
+
+# The binaries and release files are file targets with their real inputs, so that a warm
+# `make sandbox` or `make test-e2e` rebuilds nothing that is current.
+MANAGER_SOURCES := main.go go.mod go.sum $(shell find api controllers pkg -name '*.go' -not -name '*_test.go')
+TEST_INFRA_SOURCES := $(MANAGER_SOURCES) $(shell find test/infrastructure -type f -not -name '*_test.go')
+
+# stamp writes $(1) to the file $@ only when its content differs: a target that depends on the
+# stamp is rebuilt when a variable it uses (the version, the image) changes, and only then.
+stamp = @mkdir -p $(dir $@); echo '$(1)' | cmp -s - $@ || echo '$(1)' > $@
+
+.PHONY: FORCE
+FORCE:
+
+$(BIN)/.version: FORCE
+	$(call stamp,$(VERSION))
+
+$(BIN)/manager: $(MANAGER_SOURCES) $(BIN)/.version
+	go build -ldflags "$(LDFLAGS)" -o $@ .
+
+$(BIN)/packetsim: $(TEST_INFRA_SOURCES)
+	go build -o $@ ./test/infrastructure/packetsim/cmd
+
+$(BIN)/sandbox: $(TEST_INFRA_SOURCES)
+	go build -o $@ ./test/infrastructure/sandbox/cmd
 
 .PHONY: generate
 generate: generate-go-deepcopy generate-manifests generate-templates ## Regenerate deepcopy code, CRDs, RBAC and webhook manifests, cluster templates.
@@ -189,9 +212,7 @@ test-e2e: sandbox-bins ## Run the e2e suite (ginkgo) on a sandbox it starts; art
 	go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: sandbox-bins
-sandbox-bins: envtest-bins capi-managers capi-repository clusterctl clusterctl-repo build ## Build everything the sandbox and the e2e suite run.
-	go build -o $(BIN)/packetsim ./test/infrastructure/packetsim/cmd
-	go build -o $(BIN)/sandbox ./test/infrastructure/sandbox/cmd
+sandbox-bins: envtest-bins capi-managers capi-repository clusterctl clusterctl-repo build $(BIN)/packetsim $(BIN)/sandbox ## Build everything the sandbox and the e2e suite run.
 
 .PHONY: capi-managers
 capi-managers: $(CAPI_MANAGERS) ## Build the Cluster API $(CAPI_VERSION) core, kubeadm bootstrap and control-plane managers.
@@ -286,8 +307,16 @@ generate-templates: $(KUSTOMIZE) ## Build templates/cluster-template*.yaml from 
 		  $(KUSTOMIZE) build templates/flavors/$$flavor | $(QUOTE_QUANTITY_VARIABLES); } > $$out.tmp && mv $$out.tmp $$out; \
 	done
 
+RELEASE_COMPONENTS = $(RELEASE_DIR)/infrastructure-components.yaml
+RELEASE_INPUTS := metadata.yaml $(shell find config -type f) $(wildcard templates/cluster-template*.yaml templates/clusterclass-*.yaml)
+
 .PHONY: release
-release: $(KUSTOMIZE) ## Write the clusterctl release artifacts into out/release (image: REGISTRY, IMAGE_NAME, IMAGE_TAG).
+release: $(RELEASE_COMPONENTS) ## Write the clusterctl release artifacts into out/release (image: REGISTRY, IMAGE_NAME, IMAGE_TAG).
+
+$(RELEASE_DIR).stamp: FORCE
+	$(call stamp,$(IMG) $(RELEASE_TAG))
+
+$(RELEASE_COMPONENTS): $(KUSTOMIZE) $(RELEASE_INPUTS) $(RELEASE_DIR).stamp
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)/.kustomize
 	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\nimages:\n- name: %s\n  newName: %s\n  newTag: %s\n' \
 		"$$(realpath --relative-to=$(RELEASE_DIR)/.kustomize $(ROOT)/config/default)" \
@@ -299,7 +328,9 @@ release: $(KUSTOMIZE) ## Write the clusterctl release artifacts into out/release
 	@echo "Release $(RELEASE_TAG) with image $(IMG) in $(RELEASE_DIR):"; ls $(RELEASE_DIR)
 
 .PHONY: clusterctl-repo
-clusterctl-repo: release ## Write a local clusterctl repository and a clusterctl.yaml that registers it (out/clusterctl-repo).
+clusterctl-repo: $(CLUSTERCTL_REPO_DIR)/clusterctl.yaml ## Write a local clusterctl repository and a clusterctl.yaml that registers it (out/clusterctl-repo).
+
+$(CLUSTERCTL_REPO_DIR)/clusterctl.yaml: $(RELEASE_COMPONENTS)
 	rm -rf $(CLUSTERCTL_REPO_DIR) && mkdir -p $(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)
 	cp $(RELEASE_DIR)/* $(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)/
 	printf '# Registers the local Packet provider repository: clusterctl init --infrastructure packet --config %s\nproviders:\n- name: packet\n  type: InfrastructureProvider\n  url: file://%s\n' \

@@ -180,7 +180,7 @@ func Variables() map[string]string {
 		"WORKER_NODE_TYPE":       "c3.small.x86",
 		"NODE_OS":                "ubuntu_24_04",
 		"SSH_KEY":                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY sandbox@example.com",
-		"KUBERNETES_VERSION":     "v1.36.0",
+		"KUBERNETES_VERSION":     "v1.36.3",
 		"CLUSTER_TOPOLOGY":       "true",
 		// The crs-cni flavours' ClusterResourceSet data. There is no workload cluster to apply a
 		// CNI to, so a placeholder keeps the flavours renderable.

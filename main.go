@@ -19,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -176,7 +175,7 @@ func run(opts *options) error {
 			DefaultNamespaces: defaultNamespaces,
 			SyncPeriod:        &opts.syncPeriod,
 		},
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: false}},
+		Client: controllers.ClientOptions(),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Port:    opts.webhookPort,
 			CertDir: opts.webhookCertDir,

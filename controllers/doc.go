@@ -3,6 +3,19 @@
 // the services in pkg/services.
 package controllers
 
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
 // Permissions every reconciler of the manager needs; each controller adds its own next to it.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// ClientOptions are the options of the manager's client. Secrets are read from the API server,
+// never from a cache: a cache would hold every Secret of the management cluster (API keys,
+// bootstrap data, thousands of them) in the manager's memory. The controllers watch Secrets'
+// metadata only, to react when one they read changes.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
+}

@@ -72,7 +72,7 @@ func (r *PacketClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 				infrav1.GroupVersion.WithKind("PacketCluster"), mgr.GetClient(), &infrav1.PacketCluster{})),
 			builder.WithPredicates(filter, predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
 		).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketClusters)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketClusters), builder.OnlyMetadata).
 		Complete(r)
 }
 

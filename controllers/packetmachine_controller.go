@@ -92,7 +92,7 @@ func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			handler.EnqueueRequestsFromMapFunc(r.clusterToPacketMachines),
 			builder.WithPredicates(filter, predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log)),
 		).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketMachines)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketMachines), builder.OnlyMetadata).
 		Complete(r)
 }
 

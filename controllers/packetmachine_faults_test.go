@@ -91,7 +91,8 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 		pm := mc.createMachine("lost", machineOpts{})
 		Eventually(func() int { return createsFor(pm) }, eventually).Should(Equal(1))
 		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(
-			And(haveReason(infrav1.DeviceProvisioningReason), HaveField("Message", ContainSubstring("no answer"))))
+			And(haveReason(infrav1.PacketAPIErrorReason), HaveField("Message", And(ContainSubstring("(HTTP 502)"),
+				ContainSubstring("the device may exist anyway: waiting up to")))))
 		Consistently(func() int { return createsFor(pm) }, time.Second).Should(Equal(1))
 		Expect(devicesOf(pm)).To(BeEmpty())
 
@@ -340,7 +341,8 @@ func poke(pm *infrav1.PacketMachine) {
 func startMachineManager(filter string, provider interface {
 	ClientFor(source, apiKey string) (packet.Client, error)
 }) (stop func(), done chan struct{}) {
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{Scheme: testEnv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{Scheme: testEnv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Client: ClientOptions()})
 	Expect(err).NotTo(HaveOccurred())
 	r := newTestMachineReconciler(filter)
 	r.Client, r.Packet = mgr.GetClient(), provider

@@ -74,6 +74,7 @@ var _ = BeforeSuite(func() {
 	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
 		Scheme:  testEnv.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		Client:  ClientOptions(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	record.InitFromRecorder(mgr.GetEventRecorderFor("packet-controller")) //nolint:staticcheck // Cluster API's util/record takes the old events API

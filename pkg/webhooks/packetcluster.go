@@ -107,17 +107,20 @@ func (w *PacketCluster) ValidateDelete(_ context.Context, _ *infrav1.PacketClust
 }
 
 // ValidatePacketClusterSpec validates a PacketCluster spec at path. locationRequired is false for
-// templates, whose location a ClusterClass may patch in per cluster.
+// templates, whose location (and project) a ClusterClass may patch in per cluster: neither is
+// required there nor checked for format.
 func ValidatePacketClusterSpec(spec *infrav1.PacketClusterSpec, path *field.Path, locationRequired bool) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	switch {
 	case spec.ProjectID == "":
 		errs = append(errs, field.Required(path.Child("projectID"), "set the UUID of the Packet project the cluster runs in"))
-	case !infrav1.IsUUID(spec.ProjectID):
+	case locationRequired && !infrav1.IsUUID(spec.ProjectID):
 		errs = append(errs, field.Invalid(path.Child("projectID"), spec.ProjectID,
 			"must be the UUID of the Packet project (as in the console's project settings), not its name"))
 	}
-	locErrs, warnings := validateLocation(spec.Metro, spec.Facility, path, locationRequired)
+	// A template's location and project are often placeholders that a ClusterClass's patches
+	// replace per cluster: their formats are checked on the PacketCluster.
+	locErrs, warnings := validateLocation(spec.Metro, spec.Facility, path, locationRequired, locationRequired)
 	errs = append(errs, locErrs...)
 
 	switch spec.VIPManager {

@@ -34,6 +34,9 @@ func TestPacketClusterTemplateValidateCreate(t *testing.T) {
 		{name: "valid", mutate: func(*infrav1.PacketClusterTemplateResource) {}},
 		{name: "no location is fine in a template (the ClusterClass patches it)",
 			mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.Metro = "" }},
+		{name: "placeholders a ClusterClass patch replaces are not checked for format", mutate: func(r *infrav1.PacketClusterTemplateResource) {
+			r.Spec.ProjectID, r.Spec.Metro = "set-by-the-projectID-variable", "set-by-the-metro-variable"
+		}},
 		{name: "metro and facility", mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.Facility = "da11" },
 			want: want{"spec.template.spec.facility", "mutually exclusive"}},
 		{name: "EMLB", mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.VIPManager = "EMLB" },

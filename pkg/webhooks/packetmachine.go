@@ -75,7 +75,7 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 	if spec.MachineType == "" {
 		errs = append(errs, field.Required(path.Child("machineType"), `set the Packet plan (for example "c3.small.x86")`))
 	}
-	locErrs, warnings := validateLocation(spec.Metro, spec.Facility, path, false)
+	locErrs, warnings := validateLocation(spec.Metro, spec.Facility, path, false, true)
 	errs = append(errs, locErrs...)
 
 	switch {

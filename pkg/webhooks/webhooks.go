@@ -79,8 +79,10 @@ func isTopologyDryRun(ctx context.Context, obj metav1.Object) (bool, error) {
 }
 
 // validateLocation enforces "metro or facility, not both" for a spec at path. required says
-// whether having neither is an error (a PacketCluster needs a location; a machine inherits it).
-func validateLocation(metro, facility string, path *field.Path, required bool) (field.ErrorList, []string) {
+// whether having neither is an error (a PacketCluster needs a location; a machine inherits it);
+// formats whether the codes must look like Packet's (a ClusterClass's template holds
+// placeholders that its patches replace).
+func validateLocation(metro, facility string, path *field.Path, required, formats bool) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	var warnings []string
 	switch {
@@ -93,6 +95,9 @@ func validateLocation(metro, facility string, path *field.Path, required bool) (
 	case facility != "":
 		warnings = append(warnings, fmt.Sprintf("%s is deprecated: Packet is retiring facilities, use %s (the facility's metro) instead",
 			path.Child("facility"), path.Child("metro")))
+	}
+	if !formats {
+		return errs, warnings
 	}
 	if metro != "" && !metroCode.MatchString(metro) {
 		errs = append(errs, field.Invalid(path.Child("metro"), metro,

@@ -30,19 +30,22 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "bench" && os.Args[1] != "soak") {
-		fmt.Fprintln(os.Stderr, "usage: scale bench|soak [flags]; see -h")
+	if len(os.Args) < 2 || (os.Args[1] != "bench" && os.Args[1] != "soak" && os.Args[1] != "secrets") {
+		fmt.Fprintln(os.Stderr, "usage: scale bench|soak|secrets [flags]; see -h")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
 	fs := flag.NewFlagSet(mode, flag.ExitOnError)
-	machines := fs.String("machines", map[string]string{"bench": "10,100,1000", "soak": "50"}[mode], "machine counts (comma-separated for bench)")
+	machines := fs.String("machines", map[string]string{"bench": "10,100,1000", "soak": "50", "secrets": "3"}[mode], "machine counts (comma-separated for bench)")
 	provisioning := fs.Duration("provisioning", 60*time.Second, "device provisioning time on the simulator")
 	rate := fs.Float64("rate", 10, "simulator rate limit, requests per second per API token")
 	chaos := fs.Duration("chaos", 5*time.Minute, "soak: how long faults and manager kills go on")
 	managerBin := fs.String("manager", "bin/manager", "the provider's manager binary")
 	workDir := fs.String("work-dir", "", "where logs and the kubeconfig go (default: a new temp folder)")
+	secrets := fs.Int("secrets", 5000, "secrets: how many unrelated Secrets to create")
+	secretSize := fs.Int("secret-size", 100<<10, "secrets: the size of each, in bytes")
 	_ = fs.Parse(os.Args[2:])
+	secretsOpts = secretsFlags{count: *secrets, size: *secretSize}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,6 +83,20 @@ func run(ctx context.Context, mode, machines string, provisioning time.Duration,
 	}
 	opts := harnessOptions{provisioning: provisioning, ratePerSec: rate, apiKey: randomToken(), managerBin: managerBin}
 
+	if mode == "secrets" {
+		opts.workDir = workDir
+		h, err := newHarness(ctx, env, opts)
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		res, err := runSecrets(ctx, h, counts[0], secretsOpts.count, secretsOpts.size)
+		if err != nil {
+			return err
+		}
+		res.print(os.Stdout, managerBin)
+		return nil
+	}
 	if mode == "soak" {
 		opts.workDir = workDir
 		h, err := newHarness(ctx, env, opts)
@@ -122,6 +139,11 @@ func run(ctx context.Context, mode, machines string, provisioning time.Duration,
 	printTable(os.Stdout, provisioning, rate, results)
 	return nil
 }
+
+// secretsFlags are the secrets mode's flags.
+type secretsFlags struct{ count, size int }
+
+var secretsOpts secretsFlags
 
 // randomToken is the API key of a run: random, so a leak check can search the logs for it.
 func randomToken() string {

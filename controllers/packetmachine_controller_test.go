@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/external"
@@ -104,7 +105,8 @@ var _ = Describe("PacketMachine reconciler", func() {
 	})
 
 	It("passes ignition and cloud-init Jinja through, renders CAPP template keys, and names the expression of a mixed payload", func() {
-		mc := newMachineCluster(infrav1.PacketClusterSpec{ExposeAPIKeyInUserData: true})
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		exposeOwnKey(mc)
 		ignition := `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","contents":{"source":"data:,{{ .apiKey }}"}}]}}`
 		pmIgn := mc.createMachine("ign", machineOpts{bootstrap: ignition, format: "ignition", spec: infrav1.PacketMachineSpec{OS: "flatcar_stable"}})
 		Expect(oneDevice(pmIgn).UserData).To(Equal(ignition))
@@ -129,6 +131,18 @@ var _ = Describe("PacketMachine reconciler", func() {
 		secret.Data["value"] = []byte("#cloud-config\nx: {{ .kubernetesVersion }}\n")
 		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
 		Expect(oneDevice(pmBad).UserData).To(Equal("#cloud-config\nx: v1.33.1\n"))
+	})
+
+	It("never puts the manager's own API key in user-data", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{ExposeAPIKeyInUserData: true}) // no credentialsRef; webhooks are off here
+		pm := mc.createMachine("cp", machineOpts{controlPlane: true, bootstrap: "#cloud-config\nkey: {{ .apiKey }}\n"})
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
+			haveReason(infrav1.APIKeyNotExposableReason), HaveField("Message", ContainSubstring("never the manager's"))))
+		Consistently(func() int { return createsFor(pm) }, time.Second, 100*time.Millisecond).Should(BeZero())
+
+		By("with the cluster's own key in a credentialsRef Secret, that key is exposed")
+		exposeOwnKey(mc)
+		Expect(oneDevice(pm).UserData).To(Equal("#cloud-config\nkey: " + packetsim.DefaultToken + "\n"))
 	})
 
 	It("sends ipxe_script_url and always_pxe for custom_ipxe", func() {
@@ -170,3 +184,15 @@ var _ = Describe("PacketMachine reconciler", func() {
 })
 
 func ptrTo[T any](v T) *T { return &v }
+
+// exposeOwnKey gives the cluster its own credentials Secret (holding the simulator's key) and
+// turns exposeAPIKeyInUserData on.
+func exposeOwnKey(mc *machineCluster) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "own-key", Namespace: mc.ns},
+		Data: map[string][]byte{"apiKey": []byte(packetsim.DefaultToken)}})).To(Succeed())
+	pc := getPacketCluster(mc.ns, mc.name)
+	orig := pc.DeepCopy()
+	pc.Spec.CredentialsRef, pc.Spec.ExposeAPIKeyInUserData = &infrav1.SecretReference{Name: "own-key"}, true
+	Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
+}

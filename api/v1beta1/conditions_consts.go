@@ -64,4 +64,6 @@ const (
 	DeviceReclaimedReason            = "DeviceReclaimed"
 	SpotBidRefusedReason             = "SpotBidRefused"
 	SpotControlPlaneNotAllowedReason = "SpotControlPlaneNotAllowed"
+	// APIKeyNotExposableReason: exposeAPIKeyInUserData without the cluster's own credentials.
+	APIKeyNotExposableReason = "APIKeyNotExposable"
 )

@@ -70,6 +70,16 @@ func LegacyClusterTag(name string) string {
 	return boundedTag(LegacyClusterTagPrefix, name)
 }
 
+// IsReservedTag reports whether a tag uses one of the provider's prefixes, its own or the
+// previous provider's. Users' tags may not: a device carrying another machine's identity tag
+// would be adopted or deleted as that machine's.
+func IsReservedTag(tag string) bool {
+	return strings.HasPrefix(tag, tagPrefix) || strings.HasPrefix(tag, "cluster-api-provider-packet:")
+}
+
+// ReservedTagPrefixes are the prefixes IsReservedTag refuses, for messages.
+var ReservedTagPrefixes = []string{tagPrefix, "cluster-api-provider-packet:"}
+
 // TagValue returns what follows prefix in tag, and whether tag has that prefix.
 func TagValue(tag, prefix string) (string, bool) {
 	if !strings.HasPrefix(tag, prefix) {

@@ -151,7 +151,11 @@ func ValidatePacketClusterSpec(spec *infrav1.PacketClusterSpec, path *field.Path
 	if spec.BGP != nil && spec.VIPManager != infrav1.KubeVIPVIPManager {
 		warnings = append(warnings, fmt.Sprintf("%s is only used with vipManager KUBE_VIP and is ignored", path.Child("bgp")))
 	}
-	if spec.ExposeAPIKeyInUserData {
+	switch {
+	case spec.ExposeAPIKeyInUserData && spec.CredentialsRef == nil:
+		errs = append(errs, field.Forbidden(path.Child("exposeAPIKeyInUserData"),
+			"only the key of the cluster's own credentialsRef Secret can be put in user-data, never the manager's (it serves every namespace): set credentialsRef to a Secret with this cluster's key, or leave exposeAPIKeyInUserData off"))
+	case spec.ExposeAPIKeyInUserData:
 		warnings = append(warnings, fmt.Sprintf("%s puts the Packet API key in the devices' user-data, readable from their metadata service; prefer delivering it as a Secret", path.Child("exposeAPIKeyInUserData")))
 	}
 	return errs, warnings

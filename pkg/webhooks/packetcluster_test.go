@@ -138,8 +138,11 @@ func TestPacketClusterValidateCreate(t *testing.T) {
 		{name: "bgp without KUBE_VIP warns", spec: func(s *infrav1.PacketClusterSpec) {
 			s.VIPManager, s.BGP = "CPEM", &infrav1.BGPSpec{LocalASN: 65000}
 		}, warning: "spec.bgp is only used with vipManager KUBE_VIP"},
-		{name: "exposeAPIKeyInUserData warns", spec: func(s *infrav1.PacketClusterSpec) { s.ExposeAPIKeyInUserData = true },
-			warning: "puts the Packet API key in the devices' user-data"},
+		{name: "exposeAPIKeyInUserData with the cluster's own key warns", spec: func(s *infrav1.PacketClusterSpec) {
+			s.ExposeAPIKeyInUserData, s.CredentialsRef = true, &infrav1.SecretReference{Name: "creds"}
+		}, warning: "puts the Packet API key in the devices' user-data"},
+		{name: "exposeAPIKeyInUserData with the manager's key", spec: func(s *infrav1.PacketClusterSpec) { s.ExposeAPIKeyInUserData = true },
+			want: want{"spec.exposeAPIKeyInUserData", "only the key of the cluster's own credentialsRef Secret can be put in user-data, never the manager's"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

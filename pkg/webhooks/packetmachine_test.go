@@ -73,6 +73,11 @@ var machineSpecCases = []struct {
 		want: want{"tags[1]", "may not be more than 255 bytes"}},
 	{name: "empty tag", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{" "} }, want: want{"tags[0]", "tags must not be empty"}},
 	{name: "duplicate tag", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"a", "a"} }, want: want{"tags[1]", "Duplicate value"}},
+	{name: "tag with the provider's prefix", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"ok", "capp:machine-uid:1234"} },
+		want: want{"tags[1]", "the prefixes capp: and cluster-api-provider-packet: are the provider's own"}},
+	{name: "tag with the previous provider's prefix", spec: func(s *infrav1.PacketMachineSpec) {
+		s.Tags = []string{"cluster-api-provider-packet:cluster-id:other"}
+	}, want: want{"tags[0]", "are the provider's own"}},
 	{name: "tag with a comma", spec: func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"team:a,b"} },
 		want: want{"tags[0]", "must not contain a comma: Packet splits tag filters on commas"}},
 	{name: "metro is not a code", spec: func(s *infrav1.PacketMachineSpec) { s.Metro = "silicon valley" },

@@ -172,6 +172,9 @@ func validateTags(tags []string, path *field.Path) field.ErrorList {
 			errs = append(errs, field.TooLong(p, "", infrav1.MaxTagLength))
 		case seen[tag]:
 			errs = append(errs, field.Duplicate(p, tag))
+		case infrav1.IsReservedTag(tag):
+			errs = append(errs, field.Invalid(p, tag, fmt.Sprintf("the prefixes %s are the provider's own: it finds a machine's device by them, so a tag using them could make this device pass for another machine's",
+				strings.Join(infrav1.ReservedTagPrefixes, " and "))))
 		case strings.Contains(tag, ","):
 			errs = append(errs, field.Invalid(p, tag, "must not contain a comma: Packet splits tag filters on commas, so the device could not be found by it"))
 		}

@@ -75,3 +75,12 @@ func TestProgressMeasuresTheRateBetweenLooks(t *testing.T) {
 		t.Fatal("a nil Progress must measure nothing")
 	}
 }
+
+func TestDeviceTagsKeepIdentityFirstAndDropReservedUserTags(t *testing.T) {
+	identity := []string{"capp:machine-uid:u1", "capp:cluster:ns/c1", "capp:role:worker"}
+	got := deviceTags(identity, []string{"team:a", "capp:machine-uid:u2", "cluster-api-provider-packet:cluster-id:x", "team:a", "capp:cluster:ns/c1"})
+	want := []string{"capp:machine-uid:u1", "capp:cluster:ns/c1", "capp:role:worker", "team:a"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("deviceTags = %v, want %v", got, want)
+	}
+}

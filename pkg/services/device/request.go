@@ -35,8 +35,15 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		KubernetesVersion:    sc.Machine.Spec.Version,
 		ControlPlaneEndpoint: sc.PacketCluster.Spec.ControlPlaneEndpoint.Host,
 	}
-	// The previous provider gave control planes the API key; now only clusters that ask for it.
+	// The previous provider gave control planes the API key; now only clusters that ask for it,
+	// and only their own key: the manager's serves every namespace, and user-data is readable
+	// from the device's metadata service.
 	if sc.PacketCluster.Spec.ExposeAPIKeyInUserData && sc.IsControlPlane() {
+		if sc.Credentials.Source == "" {
+			s.setCondition(metav1.ConditionFalse, infrav1.APIKeyNotExposableReason,
+				"spec.exposeAPIKeyInUserData of the PacketCluster: only the key of the cluster's own spec.credentialsRef Secret is put in user-data, never the manager's; set credentialsRef, or turn exposeAPIKeyInUserData off")
+			return nil, ctrl.Result{}, nil
+		}
 		values.APIKey = sc.Credentials.APIKey
 	}
 	userData, err := userdata.Render(data, format, values)
@@ -101,14 +108,24 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	return req, ctrl.Result{}, nil
 }
 
-// deviceTags are the identity tags followed by the user's tags, without repeats.
+// deviceTags are the identity tags followed by the user's tags, without repeats. A user tag
+// with the provider's prefixes is dropped (the webhook refuses them; with webhooks off it could
+// make the device pass for another machine's).
 func deviceTags(identity, user []string) []string {
 	tags := make([]string, 0, len(identity)+len(user))
 	seen := map[string]bool{}
-	for _, t := range append(append([]string{}, identity...), user...) {
+	add := func(t string) {
 		if t != "" && !seen[t] {
 			seen[t] = true
 			tags = append(tags, t)
+		}
+	}
+	for _, t := range identity {
+		add(t)
+	}
+	for _, t := range user {
+		if !infrav1.IsReservedTag(t) {
+			add(t)
 		}
 	}
 	return tags

@@ -100,6 +100,7 @@ var warningReasons = map[string]bool{
 	infrav1.DeviceReclaimedReason:                true,
 	infrav1.SpotBidRefusedReason:                 true,
 	infrav1.SpotControlPlaneNotAllowedReason:     true,
+	infrav1.APIKeyNotExposableReason:             true,
 }
 
 // annotationTime reads one of the bookkeeping annotations.

@@ -66,4 +66,6 @@ const (
 	SpotControlPlaneNotAllowedReason = "SpotControlPlaneNotAllowed"
 	// APIKeyNotExposableReason: exposeAPIKeyInUserData without the cluster's own credentials.
 	APIKeyNotExposableReason = "APIKeyNotExposable"
+	// DeviceNotOwnedReason: spec.providerID names a device outside the cluster's project or tags.
+	DeviceNotOwnedReason = "DeviceNotOwned"
 )

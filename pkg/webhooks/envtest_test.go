@@ -187,7 +187,6 @@ var _ = Describe("PacketMachine webhooks", func() {
 
 		base := m.DeepCopy()
 		m.Spec.ProviderID = infrav1.ProviderIDPrefix + deviceUUID
-		m.Spec.Tags = []string{"team:a"}
 		Expect(k8s.Patch(ctx, m, client.MergeFrom(base))).To(Succeed())
 
 		base = m.DeepCopy()
@@ -201,6 +200,8 @@ var _ = Describe("PacketMachine webhooks", func() {
 			"spec.hardwareReservationID": func(s *infrav1.PacketMachineSpec) { s.HardwareReservationID = resUUID },
 			"spec.sshKeys":               func(s *infrav1.PacketMachineSpec) { s.SSHKeys = []string{"ssh-ed25519 AAAA"} },
 			"spec.metro":                 func(s *infrav1.PacketMachineSpec) { s.Metro = "sv" },
+			"spec.tags":                  func(s *infrav1.PacketMachineSpec) { s.Tags = []string{"team:a"} },
+			"spec.providerID":            func(s *infrav1.PacketMachineSpec) { s.ProviderID = infrav1.ProviderIDPrefix + resUUID },
 		} {
 			changed := m.DeepCopy()
 			change(&changed.Spec)

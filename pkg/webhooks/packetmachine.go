@@ -55,7 +55,8 @@ func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachi
 }
 
 // ValidateUpdate validates a change to a PacketMachine: the spec describes a device that exists
-// (or is being created), so only providerID, tags and a facility-to-metro migration may change.
+// (or is being created), so only a facility-to-metro migration and an empty providerID (which
+// the controller fills) may change.
 func (w *PacketMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.PacketMachine) (admission.Warnings, error) {
 	errs, warnings := ValidatePacketMachineUpdate(&oldM.Spec, &newM.Spec, field.NewPath("spec"))
 	return warnings, invalid("PacketMachine", newM.Name, errs)
@@ -167,7 +168,7 @@ func ValidatePacketMachineUpdate(oldSpec, newSpec *infrav1.PacketMachineSpec, pa
 }
 
 // machineSpecChanges reports each field that differs between the two specs, after defaulting.
-// Unless all is set, providerID, tags and a facility-to-metro migration are allowed to change.
+// Unless all is set, a facility-to-metro migration and filling an empty providerID are allowed.
 func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field.Path, all bool, msg string) field.ErrorList {
 	o, n := oldSpec.DeepCopy(), newSpec.DeepCopy()
 	DefaultPacketMachineSpec(o)
@@ -184,6 +185,11 @@ func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field
 	scalar("machineType", o.MachineType, n.MachineType)
 	scalar("ipxeURL", o.IPXEUrl, n.IPXEUrl)
 	scalar("hardwareReservationID", o.HardwareReservationID, n.HardwareReservationID)
+	// Tags are sent with the create; the device's are never updated, so an edit would only make
+	// the object disagree with the device.
+	if !slices.Equal(o.Tags, n.Tags) {
+		errs = append(errs, field.Forbidden(path.Child("tags"), msg))
+	}
 	if o.AlwaysPXE != n.AlwaysPXE {
 		errs = append(errs, field.Invalid(path.Child("alwaysPXE"), n.AlwaysPXE, msg))
 	}
@@ -203,12 +209,13 @@ func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field
 		scalar("providerID", o.ProviderID, n.ProviderID)
 		scalar("metro", o.Metro, n.Metro)
 		scalar("facility", o.Facility, n.Facility)
-		if !slices.Equal(o.Tags, n.Tags) {
-			errs = append(errs, field.Forbidden(path.Child("tags"), msg))
-		}
 	} else {
 		errs = append(errs, validateLocationChange(o.Metro, o.Facility, n.Metro, n.Facility, path,
 			"a machine's location cannot change, its device stays where it was created")...)
+		if o.ProviderID != "" && n.ProviderID != o.ProviderID {
+			errs = append(errs, field.Invalid(path.Child("providerID"), n.ProviderID, fmt.Sprintf(
+				"cannot change once set (it is %q): it is the device this machine follows and deletes", o.ProviderID)))
+		}
 	}
 
 	// Anything not compared above (a field added to the API later) cannot change either.

@@ -97,6 +97,12 @@ func toDevice(d *packngo.Device) *Device {
 	if d.TerminationTime != nil {
 		out.TerminationTime = d.TerminationTime.Time
 	}
+	if p := d.Project; p != nil {
+		out.ProjectID = p.ID
+		if out.ProjectID == "" && p.URL != "" {
+			out.ProjectID = path.Base(p.URL) // not expanded: {"href": "/metal/v1/projects/<id>"}
+		}
+	}
 	if d.Facility != nil {
 		out.Facility = d.Facility.Code
 		if d.Facility.Metro != nil {

@@ -7,8 +7,10 @@ import "time"
 
 // Device is a Packet server.
 type Device struct {
-	ID       string
-	Hostname string
+	ID string
+	// ProjectID is the project the device belongs to.
+	ProjectID string
+	Hostname  string
 	// State is the device's state: queued, provisioning, active, inactive, failed, ...
 	State string
 	Tags  []string

@@ -32,9 +32,26 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 		}
 		id = s.scope.DeviceID()
 	}
+	requestedAt, requested := s.annotationTime(DeleteRequestedAnnotation)
+	if !requested {
+		// The first look is by ID, before anything is deleted: the device must be this cluster's.
+		dev, err := s.scope.Packet.GetDevice(ctx, id)
+		switch {
+		case packet.IsNotFound(err):
+			s.gone(id)
+			return true, ctrl.Result{}, nil
+		case err != nil:
+			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			return false, res, err
+		}
+		if why := s.notOwned(dev); why != "" {
+			scope.MarkAPIAvailable(pm)
+			record.Warnf(pm, infrav1.DeviceNotOwnedReason, "Not deleting device %s, which spec.providerID names: %s", id, why)
+			return true, ctrl.Result{}, nil
+		}
+	}
 	s.setCondition(metav1.ConditionFalse, clusterv1.DeletingReason, fmt.Sprintf("Deleting device %s", id))
 
-	requestedAt, requested := s.annotationTime(DeleteRequestedAnnotation)
 	if requested {
 		dev, err := s.scope.Packet.GetDevice(ctx, id)
 		if packet.IsNotFound(err) {

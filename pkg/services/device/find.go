@@ -59,6 +59,12 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
 			return nil, res, err
 		}
+		if why := s.notOwned(dev); why != "" {
+			scope.MarkAPIAvailable(pm)
+			s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotOwnedReason, fmt.Sprintf(
+				"Device %s in spec.providerID is not this cluster's: %s. It is neither followed nor deleted; delete this PacketMachine (its device stays) and let Cluster API create a new one", id, why))
+			return nil, ctrl.Result{}, nil
+		}
 		return dev, ctrl.Result{}, nil
 	}
 

@@ -101,6 +101,7 @@ var warningReasons = map[string]bool{
 	infrav1.SpotBidRefusedReason:                 true,
 	infrav1.SpotControlPlaneNotAllowedReason:     true,
 	infrav1.APIKeyNotExposableReason:             true,
+	infrav1.DeviceNotOwnedReason:                 true,
 }
 
 // annotationTime reads one of the bookkeeping annotations.

@@ -114,51 +114,75 @@ func checkLeaks(ctx context.Context, ns string) error {
 }
 
 func leaks(ctx context.Context, ns string) error {
-	part := clusterTagPart(ns)
-	var problems []string
-	devices, err := sim.Devices(ctx, "")
-	if err != nil {
+	var st simState
+	var err error
+	if st.devices, err = sim.Devices(ctx, ""); err != nil {
 		return err
 	}
+	if st.ips, err = sim.IPReservations(ctx, ""); err != nil {
+		return err
+	}
+	if st.sessions, err = sim.BGPSessions(ctx); err != nil {
+		return err
+	}
+	if st.keys, err = sim.SSHKeys(ctx); err != nil {
+		return err
+	}
+	if problems := leakedIn(st, ns); len(problems) > 0 {
+		return fmt.Errorf("the simulator still holds: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// simState is what the leak check reads from the simulator.
+type simState struct {
+	devices  []Device
+	ips      []IP
+	sessions []BGPSession
+	keys     []SSHKey
+}
+
+// leakedIn lists what st still holds of namespace ns's clusters: devices and IP reservations
+// tagged for them, SSH keys labelled for them, and BGP sessions of devices that are gone.
+func leakedIn(st simState, ns string) []string {
+	var problems []string
 	existing := map[string]bool{}
-	for _, d := range devices {
+	for _, d := range st.devices {
 		existing[d.ID] = true
-		if hasTagPart(d.Tags, part) || hasTagPart(d.Tags, ns+"/") {
+		if taggedFor(d.Tags, ns) {
 			problems = append(problems, fmt.Sprintf("device %s (%s, %s)", d.ID, d.Hostname, d.State))
 		}
 	}
-	ips, err := sim.IPReservations(ctx, "")
-	if err != nil {
-		return err
-	}
-	for _, ip := range ips {
-		if hasTagPart(ip.Tags, ns+"/") {
+	for _, ip := range st.ips {
+		if taggedFor(ip.Tags, ns) {
 			problems = append(problems, fmt.Sprintf("IP reservation %s (%s, tags %v)", ip.ID, ip.Address, ip.Tags))
 		}
 	}
-	sessions, err := sim.BGPSessions(ctx)
-	if err != nil {
-		return err
-	}
-	for _, s := range sessions {
+	for _, s := range st.sessions {
 		id := s.Device.Href[strings.LastIndex(s.Device.Href, "/")+1:]
 		if !existing[id] {
 			problems = append(problems, fmt.Sprintf("BGP session %s of deleted device %s", s.ID, id))
 		}
 	}
-	keys, err := sim.SSHKeys(ctx)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if strings.Contains(k.Label, " "+ns+"/") {
+	for _, k := range st.keys {
+		if taggedFor([]string{k.Label}, ns) {
 			problems = append(problems, fmt.Sprintf("SSH key %s (%s)", k.ID, k.Label))
 		}
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("the simulator still holds: %s", strings.Join(problems, "; "))
+	return problems
+}
+
+// taggedFor reports whether one of the tags (or SSH key labels) names a cluster of namespace
+// ns: capp:cluster:<ns>/<name> or capp:control-plane-endpoint:<ns>/<name>.
+func taggedFor(tags []string, ns string) bool {
+	for _, t := range tags {
+		for _, prefix := range []string{infrav1.ClusterTagPrefix, infrav1.ControlPlaneEndpointTagPrefix} {
+			if v, ok := infrav1.TagValue(t, prefix); ok && strings.HasPrefix(v, ns+"/") {
+				return true
+			}
+		}
 	}
-	return nil
+	return false
 }
 
 // dumpArtifacts writes the namespace's objects (with their conditions), the simulator's view and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5" //nolint:gosec // Packet identifies SSH keys by their MD5 fingerprint.
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -48,6 +49,11 @@ func Resolve(ctx context.Context, c packet.Client, projectID, label string, entr
 		}
 		if id == "" {
 			key, err := c.CreateProjectSSHKey(ctx, projectID, label, entry)
+			if alreadyTaken(err) {
+				// Another machine registered the same key since the list was read (machines of
+				// one template are created together): use that one.
+				key, err = findRegistered(ctx, c, projectID, fp, err)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -57,6 +63,27 @@ func Resolve(ctx context.Context, c packet.Client, projectID, label string, entr
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// alreadyTaken reports whether Packet refused a key because the project has it already.
+func alreadyTaken(err error) bool {
+	var apiErr *packet.Error
+	return errors.As(err, &apiErr) && apiErr.Kind == packet.KindInvalid && strings.Contains(apiErr.Message(), "already been taken")
+}
+
+// findRegistered reads the project's keys again for the one with fingerprint fp; createErr is
+// returned when it is not there after all.
+func findRegistered(ctx context.Context, c packet.Client, projectID, fp string, createErr error) (*packet.SSHKey, error) {
+	keys, err := c.ListProjectSSHKeys(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range keys {
+		if keys[i].Fingerprint == fp {
+			return &keys[i], nil
+		}
+	}
+	return nil, createErr
 }
 
 // DeleteRegistered deletes the project SSH keys registered under label (by Resolve, for one

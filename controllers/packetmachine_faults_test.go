@@ -215,9 +215,9 @@ var _ = Describe("PacketMachine reconciler, control-plane endpoint", func() {
 var _ = Describe("PacketMachine reconciler, device states and API errors", func() {
 	AfterEach(func() { sim.ClearFaults() })
 
-	It("reports a failed device with its last event, keeps it, and deletes it with the machine", func() {
+	DescribeTable("reports a failed device with its last event, keeps it, and deletes it with the machine", func(forbidden bool) {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
-		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultDeviceFail, Count: 1, Duration: 3 * time.Second})
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultDeviceFail, Count: 1, Duration: 3 * time.Second, Forbidden403: forbidden})
 		pm := mc.createMachine("fails", machineOpts{})
 		dev := oneDevice(pm)
 		Eventually(func() *metav1.Condition {
@@ -231,7 +231,10 @@ var _ = Describe("PacketMachine reconciler, device states and API errors", func(
 		deleteAndWait(pm)
 		_, exists := sim.Device(dev.ID)
 		Expect(exists).To(BeFalse())
-	})
+	},
+		Entry("Packet shows it", false),
+		Entry("Packet answers 403 for it, as it does for some failed devices: not a credentials problem", true),
+	)
 
 	It("reports powered-off and vanished devices without giving up on them", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})

@@ -85,6 +85,13 @@ func KindOf(err error) ErrorKind {
 // IsNotFound reports whether err says the object does not exist.
 func IsNotFound(err error) bool { return KindOf(err) == KindNotFound }
 
+// IsForbidden reports whether Packet answered 403. For one device that is the device's own
+// state (Packet answers it for some failed devices), not necessarily bad credentials.
+func IsForbidden(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusForbidden
+}
+
 // RetryAfter returns how long a rate-limited caller should wait, 0 for other errors.
 func RetryAfter(err error) time.Duration {
 	var e *Error

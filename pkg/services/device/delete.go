@@ -36,6 +36,10 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 	if !requested {
 		// The first look is by ID, before anything is deleted: the device must be this cluster's.
 		dev, err := s.scope.Packet.GetDevice(ctx, id)
+		if packet.IsForbidden(err) {
+			// Packet answers 403 for some failed devices; the project's list still shows them.
+			dev, err = s.listedDevice(ctx, id)
+		}
 		switch {
 		case packet.IsNotFound(err):
 			s.gone(id)
@@ -58,9 +62,13 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 			s.gone(id)
 			return true, ctrl.Result{}, nil
 		}
-		if err != nil {
+		if err != nil && !packet.IsForbidden(err) {
 			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
 			return false, res, err
+		}
+		if err != nil {
+			// A 403 for the device (a failed one) after its delete was asked: ask again below.
+			dev = &packet.Device{ID: id, State: packet.DeviceStateFailed}
 		}
 		pm.Status.InstanceStatus = dev.State
 		if dev.State == packet.DeviceStateDeprovisioning {
@@ -124,6 +132,24 @@ func (s *Service) adoptForDeletion(ctx context.Context) (found bool, _ ctrl.Resu
 		return false, ctrl.Result{}, err
 	}
 	return true, ctrl.Result{}, nil
+}
+
+// listedDevice finds a device Packet will not show by ID in the project's list, where it has
+// its tags and project; a device the list does not show either is reported as not found.
+func (s *Service) listedDevice(ctx context.Context, id string) (*packet.Device, error) {
+	devices, err := s.scope.Packet.FindDevicesByTags(ctx, s.scope.ProjectID())
+	if err != nil {
+		return nil, err
+	}
+	for i := range devices {
+		if devices[i].ID == id {
+			if devices[i].ProjectID == "" {
+				devices[i].ProjectID = s.scope.ProjectID()
+			}
+			return &devices[i], nil
+		}
+	}
+	return nil, &packet.Error{Kind: packet.KindNotFound, Operation: "GET /projects/{id}/devices", Messages: []string{"device " + id + " is not in the project's list"}}
 }
 
 // gone records that Packet no longer has the device.

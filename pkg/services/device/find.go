@@ -55,6 +55,14 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 				fmt.Sprintf("Device %s no longer exists in Packet; delete the Machine to replace it", id))
 			return nil, ctrl.Result{}, nil
 		}
+		if forbiddenDevice(err) {
+			// The project's list did not show it and Packet refuses it by ID: what Packet does
+			// for some failed devices. The key works (the list was read); the device does not.
+			scope.MarkAPIAvailable(pm)
+			s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisionFailedReason, fmt.Sprintf(
+				"Packet refuses to show device %s (%s), as it does for some failed devices. It is kept for inspection; delete the Machine to replace it", id, apiMessage(err)))
+			return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		}
 		if err != nil {
 			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
 			return nil, res, err
@@ -294,6 +302,13 @@ func locationOf(req *packet.CreateDeviceRequest) string {
 		return "metro " + req.Metro
 	}
 	return "facility " + req.Facility
+}
+
+// forbiddenDevice reports a 403 for one device read by ID, not for the project's list (which
+// would be the credentials').
+func forbiddenDevice(err error) bool {
+	var e *packet.Error
+	return packet.IsForbidden(err) && errors.As(err, &e) && e.Operation == "GET /devices/{id}"
 }
 
 func apiMessage(err error) string {

@@ -138,6 +138,26 @@ var _ = Describe("PacketMachine reconciler, hardware reservations", func() {
 	})
 })
 
+var _ = Describe("PacketMachine reconciler, project limits", func() {
+	It("waits out a full project slowly, with Packet's words, instead of giving up on the spec", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pk, err := factory.ClientFor("", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		filler, err := pk.CreateDevice(ctx, packet.CreateDeviceRequest{ProjectID: simProject, Hostname: "filler", Plan: "c3.small.x86",
+			OS: "ubuntu_24_04", Metro: "sv", BillingCycle: "hourly"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(pk.DeleteDevice(ctx, filler.ID)).To(Succeed()) })
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, MaxDevices: len(sim.Devices(simProject))})
+		DeferCleanup(func() { sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, MaxDevices: 1 << 20}) })
+		pm := mc.createMachine("full", machineOpts{})
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
+			haveReason(infrav1.QuotaExceededReason), HaveField("Message", ContainSubstring("device limit (HTTP 422)"))))
+		Consistently(func() int { return createsFor(pm) }, time.Second, 100*time.Millisecond).Should(Equal(1))
+		Expect(eventReasons(pm)()).To(ContainElement(infrav1.QuotaExceededReason))
+		deleteAndWait(pm)
+	})
+})
+
 var _ = Describe("PacketMachine reconciler, hardware reservations elsewhere", func() {
 	It("refuses a reservation outside the machine's metro, naming both, and creates nothing", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{}) // metro sv

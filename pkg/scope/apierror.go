@@ -30,6 +30,8 @@ type Object interface {
 // with the API's message, and PacketAPIAvailable — and decides when to try again:
 //   - rate limited: after the server's Retry-After (with jitter so objects spread out), no error;
 //   - invalid request or credentials: after retryInvalid (0: only when the object changes);
+//   - a project limit: after SlowRetry, whatever retryInvalid says (limits are raised and
+//     devices deleted without the object changing);
 //   - capacity and transient errors: returned, so the workqueue backs off exponentially.
 //
 // Warning events are sent only when the reason changes, never on every retry.
@@ -58,6 +60,10 @@ func HandleAPIError(obj Object, conditionType string, err error, retryInvalid ti
 		setFalse(obj, conditionType, infrav1.InvalidRequestReason, msg)
 		setAPIAvailable(obj)
 		return ctrl.Result{RequeueAfter: retryInvalid}, nil
+	case packet.KindQuota:
+		setFalse(obj, conditionType, infrav1.QuotaExceededReason, msg)
+		setAPIAvailable(obj)
+		return ctrl.Result{RequeueAfter: SlowRetry}, nil
 	case packet.KindCapacity:
 		setFalse(obj, conditionType, infrav1.CapacityUnavailableReason, msg)
 		setAPIAvailable(obj)

@@ -147,6 +147,20 @@ func TestErrorsAreClassifiedByStatusAndKeepTheAPIText(t *testing.T) {
 		t.Fatalf("422 lost its status or message: %+v", e)
 	}
 
+	// A spec error that mentions "not provisionable" is not a shortage of servers.
+	wrongOS := device("wrong-os")
+	wrongOS.Plan, wrongOS.OS = "g2.large.x86", "flatcar_stable"
+	_, err = c.CreateDevice(ctx, wrongOS)
+	expectKind(t, err, packet.KindInvalid, "is not provisionable on plan")
+
+	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: project, MaxDevices: 1})
+	if _, err := c.CreateDevice(ctx, device("first")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateDevice(ctx, device("over"))
+	expectKind(t, err, packet.KindQuota, "device limit")
+
+	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: project, MaxDevices: 100})
 	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultCapacity, Metro: "sv", Plan: "c3.small.x86", Remaining: 0})
 	_, err = c.CreateDevice(ctx, device("full"))
 	expectKind(t, err, packet.KindCapacity, "available servers")

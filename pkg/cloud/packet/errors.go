@@ -26,6 +26,9 @@ const (
 	KindRateLimited ErrorKind = "RateLimited"
 	// KindCapacity: no server or hardware reservation is free right now; retry with backoff.
 	KindCapacity ErrorKind = "Capacity"
+	// KindQuota: the project is at a limit (devices, IP addresses); retry slowly, until someone
+	// raises the limit or frees what counts against it.
+	KindQuota ErrorKind = "Quota"
 	// KindTransient: a server error, an HTML error page, a timeout or a cut-off response; retry
 	// with backoff. The request may have been carried out.
 	KindTransient ErrorKind = "Transient"
@@ -105,8 +108,13 @@ func RetryAfter(err error) time.Duration {
 var capacityTexts = []string{
 	"no available hardware reservations",
 	"aren't available servers",
-	"not provisionable",
+	// "Server is not provisionable": a reservation still wiped, or taken. Not the "Operating
+	// system ... is not provisionable on plan ..." of a spec error.
+	"server is not provisionable",
 }
+
+// quotaTexts mark a refusal for a project's limit, not for the request itself.
+var quotaTexts = []string{"quota", "device limit", "limit reached", "reached its"}
 
 // defaultRetryAfter is used when a 429 carries neither Retry-After nor X-RateLimit-Reset.
 const defaultRetryAfter = 30 * time.Second
@@ -139,8 +147,10 @@ func classify(operation string, err error, now time.Time) *Error {
 	case status == http.StatusTooManyRequests:
 		e.Kind = KindRateLimited
 		e.RetryAfter = retryAfter(apiErr.Response.Header, now)
-	case (status == http.StatusUnprocessableEntity || status == http.StatusServiceUnavailable) && mentionsCapacity(messages):
+	case (status == http.StatusUnprocessableEntity || status == http.StatusServiceUnavailable) && mentions(messages, capacityTexts):
 		e.Kind = KindCapacity
+	case status == http.StatusUnprocessableEntity && mentions(messages, quotaTexts):
+		e.Kind = KindQuota
 	case status >= 500:
 		e.Kind = KindTransient
 	default:
@@ -149,10 +159,10 @@ func classify(operation string, err error, now time.Time) *Error {
 	return e
 }
 
-func mentionsCapacity(messages []string) bool {
+func mentions(messages, texts []string) bool {
 	for _, m := range messages {
 		lower := strings.ToLower(m)
-		for _, t := range capacityTexts {
+		for _, t := range texts {
 			if strings.Contains(lower, t) {
 				return true
 			}

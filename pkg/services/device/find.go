@@ -291,7 +291,7 @@ func (s *Service) waitForUnansweredCreate(wait time.Duration) {
 // refused reports whether an error of this kind means Packet did not create the device.
 func refused(kind packet.ErrorKind) bool {
 	switch kind {
-	case packet.KindInvalid, packet.KindNotFound, packet.KindCapacity, packet.KindRateLimited, packet.KindUnauthorized:
+	case packet.KindInvalid, packet.KindQuota, packet.KindNotFound, packet.KindCapacity, packet.KindRateLimited, packet.KindUnauthorized:
 		return true
 	}
 	return false

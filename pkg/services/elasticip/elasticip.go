@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,7 +149,7 @@ func (s *Service) reserve(ctx context.Context) (*packet.IPReservation, error) {
 func (s *Service) reserveFailed(err error) (ctrl.Result, error) {
 	pc := s.scope.PacketCluster
 	var apiErr *packet.Error
-	if errors.As(err, &apiErr) && apiErr.Kind == packet.KindInvalid && strings.Contains(strings.ToLower(apiErr.Message()), "quota") {
+	if errors.As(err, &apiErr) && apiErr.Kind == packet.KindQuota {
 		if c := conditions.Get(pc, infrav1.ControlPlaneEndpointReadyCondition); c == nil || c.Reason != infrav1.QuotaExceededReason {
 			record.Warnf(pc, infrav1.QuotaExceededReason, "Cannot reserve an elastic IP: %s", apiErr.Message())
 		}

@@ -148,7 +148,9 @@ var _ = Describe("PacketMachine reconciler, project limits", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(pk.DeleteDevice(ctx, filler.ID)).To(Succeed()) })
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, MaxDevices: len(sim.Devices(simProject))})
-		DeferCleanup(func() { sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, MaxDevices: 1 << 20}) })
+		DeferCleanup(func() {
+			sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, MaxDevices: 1 << 20})
+		})
 		pm := mc.createMachine("full", machineOpts{})
 		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
 			haveReason(infrav1.QuotaExceededReason), HaveField("Message", ContainSubstring("device limit (HTTP 422)"))))

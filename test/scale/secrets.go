@@ -19,7 +19,7 @@ import (
 // secretsResult is what the manager costs next to many Secrets it has nothing to do with.
 type secretsResult struct {
 	machines, secrets, size int
-	rss, peakRSS  int64
+	rss, peakRSS            int64
 }
 
 // runSecrets fills a namespace with count Secrets of size bytes each, none of them the

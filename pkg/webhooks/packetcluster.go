@@ -86,6 +86,11 @@ func (w *PacketCluster) ValidateUpdate(_ context.Context, oldC, newC *infrav1.Pa
 		errs = append(errs, field.Invalid(path.Child("controlPlaneEndpoint"), fmt.Sprintf("%s:%d", newEP.Host, newEP.Port), fmt.Sprintf(
 			"cannot change once set (it is %s:%d): every node's kubeconfig and the API server certificates use it, and the controller tracks the elastic IP behind it", oldEP.Host, oldEP.Port)))
 	}
+	if oldEP.Host != "" && secretName(oldSpec.CredentialsRef) != secretName(newSpec.CredentialsRef) {
+		errs = append(errs, field.Invalid(path.Child("credentialsRef"), secretName(newSpec.CredentialsRef), fmt.Sprintf(
+			"cannot change once the cluster has its endpoint (it is %q; empty means the manager's own key): its devices and elastic IP belong to that key's project, and removing it would silently move the cluster onto the manager's key; rotate the key inside the Secret instead",
+			secretName(oldSpec.CredentialsRef))))
+	}
 	if newSpec.ElasticIPReclaimPolicy != oldSpec.ElasticIPReclaimPolicy {
 		if !newC.DeletionTimestamp.IsZero() {
 			// The controller reads the policy when it releases the cluster's resources. Once
@@ -99,6 +104,13 @@ func (w *PacketCluster) ValidateUpdate(_ context.Context, oldC, newC *infrav1.Pa
 		}
 	}
 	return warnings, invalid("PacketCluster", newC.Name, errs)
+}
+
+func secretName(ref *infrav1.SecretReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
 }
 
 // ValidateDelete allows every deletion.

@@ -172,6 +172,19 @@ func TestPacketClusterValidateUpdate(t *testing.T) {
 		{name: "projectID change", old: func(*infrav1.PacketClusterSpec) {},
 			new:  func(s *infrav1.PacketClusterSpec) { s.ProjectID = "b3b8c1d2-0000-4000-8000-000000000002" },
 			want: want{"spec.projectID", "cannot change: the cluster's devices and elastic IP live in project"}},
+		{name: "credentialsRef set before the endpoint", old: func(*infrav1.PacketClusterSpec) {},
+			new: func(s *infrav1.PacketClusterSpec) { s.CredentialsRef = &infrav1.SecretReference{Name: "creds"} }},
+		{name: "credentialsRef removed once the endpoint exists", old: func(s *infrav1.PacketClusterSpec) {
+			withEndpoint(s)
+			s.CredentialsRef = &infrav1.SecretReference{Name: "creds"}
+		}, new: withEndpoint, want: want{"spec.credentialsRef", "would silently move the cluster onto the manager's key"}},
+		{name: "credentialsRef renamed once the endpoint exists", old: func(s *infrav1.PacketClusterSpec) {
+			withEndpoint(s)
+			s.CredentialsRef = &infrav1.SecretReference{Name: "creds"}
+		}, new: func(s *infrav1.PacketClusterSpec) {
+			withEndpoint(s)
+			s.CredentialsRef = &infrav1.SecretReference{Name: "creds-2"}
+		}, want: want{"spec.credentialsRef", `cannot change once the cluster has its endpoint (it is "creds"`}},
 		{name: "metro change", old: func(*infrav1.PacketClusterSpec) {},
 			new:  func(s *infrav1.PacketClusterSpec) { s.Metro = "sv" },
 			want: want{"spec.metro", `a cluster's location cannot change: its elastic IP and devices stay where they were created; the only allowed change is migrating from facility to metro: remove facility and set metro to the facility's metro (was "da")`}},

@@ -10,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,6 +52,7 @@ func DefaultPacketMachineSpec(spec *infrav1.PacketMachineSpec) {
 func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachine) (admission.Warnings, error) {
 	errs, warnings := ValidatePacketMachineSpec(&m.Spec, field.NewPath("spec"))
 	errs = append(errs, validateSpotControlPlane(m)...)
+	errs = append(errs, validateSSHKeyFormats(m.Spec.SSHKeys, field.NewPath("spec", "sshKeys"))...)
 	return warnings, invalid("PacketMachine", m.Name, errs)
 }
 
@@ -135,6 +137,25 @@ func validateSpot(spec *infrav1.PacketMachineSpec, path *field.Path) field.Error
 	if spec.SpotInstance && spec.HardwareReservationID != "" {
 		errs = append(errs, field.Invalid(path.Child("spotInstance"), true,
 			"a device on a hardware reservation is already paid for and cannot be a spot device: remove hardwareReservationID or spotInstance"))
+	}
+	return errs
+}
+
+// validateSSHKeyFormats checks that each sshKeys entry is a key UUID or a parseable OpenSSH
+// public key, which the controller would otherwise fail on at create time. Only on
+// PacketMachines: a ClusterClass's PacketMachineTemplate holds a placeholder that its patches
+// replace (the machines cloned from a template are checked when they are created).
+func validateSSHKeyFormats(keys []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, key := range keys {
+		key = strings.TrimSpace(key)
+		if key == "" || infrav1.IsUUID(key) {
+			continue
+		}
+		if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(key)); err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), shorten(key),
+				`must be a project SSH key UUID or an OpenSSH public key ("ssh-ed25519 AAAA... comment", one line): `+err.Error()))
+		}
 	}
 	return errs
 }
@@ -243,6 +264,14 @@ func isProviderID(s string) bool {
 		id, ok = strings.CutPrefix(s, "packet://")
 	}
 	return ok && infrav1.IsUUID(id)
+}
+
+// shorten keeps an error about a long value readable.
+func shorten(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // quantityEqual compares two optional quantities by value ("0.5" equals "500m").

@@ -15,6 +15,8 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
 
+const validSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY me@example.com"
+
 func machineSpec(mutate ...func(*infrav1.PacketMachineSpec)) infrav1.PacketMachineSpec {
 	s := infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly"}
 	for _, m := range mutate {
@@ -84,7 +86,7 @@ var machineSpecCases = []struct {
 		want: want{"metro", "must be a Packet metro code"}},
 	{name: "facility is not a code", spec: func(s *infrav1.PacketMachineSpec) { s.Facility = "sv" },
 		want: want{"facility", "must be a Packet facility code"}},
-	{name: "empty ssh key", spec: func(s *infrav1.PacketMachineSpec) { s.SSHKeys = []string{"ssh-ed25519 AAAA", ""} },
+	{name: "empty ssh key", spec: func(s *infrav1.PacketMachineSpec) { s.SSHKeys = []string{validSSHKey, ""} },
 		want: want{"sshKeys[1]", "not empty"}},
 	{name: "providerID", spec: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "equinixmetal://" + deviceUUID }},
 	{name: "legacy providerID", spec: func(s *infrav1.PacketMachineSpec) { s.ProviderID = "packet://" + deviceUUID }},
@@ -109,6 +111,29 @@ var machineSpecCases = []struct {
 	{name: "spot on a hardware reservation", spec: func(s *infrav1.PacketMachineSpec) {
 		s.SpotInstance, s.SpotPriceMax, s.HardwareReservationID = true, ptr.To(resource.MustParse("0.5")), "next-available"
 	}, want: want{"spotInstance", "cannot be a spot device"}},
+}
+
+func TestPacketMachineSSHKeysAreUUIDsOrPublicKeys(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		keys []string
+		want want
+	}{
+		{name: "a UUID and a public key", keys: []string{resA, validSSHKey}},
+		{name: "neither", keys: []string{resA, "my laptop key"}, want: want{"spec.sshKeys[1]", "must be a project SSH key UUID or an OpenSSH public key"}},
+		{name: "broken key data", keys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBx me"}, want: want{"spec.sshKeys[0]", "OpenSSH public key"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := (&PacketMachine{}).ValidateCreate(context.Background(), packetMachine(func(s *infrav1.PacketMachineSpec) { s.SSHKeys = tt.keys }))
+			checkErr(t, err, tt.want)
+		})
+	}
+	// A ClusterClass's template holds a placeholder its patches replace: not checked there.
+	tmpl := &infrav1.PacketMachineTemplate{Spec: infrav1.PacketMachineTemplateSpec{Template: infrav1.PacketMachineTemplateResource{
+		Spec: machineSpec(func(s *infrav1.PacketMachineSpec) { s.SSHKeys = []string{"set-by-the-sshKey-variable"} })}}}
+	if _, err := (&PacketMachineTemplate{}).ValidateCreate(context.Background(), tmpl); err != nil {
+		t.Fatalf("template with a placeholder key refused: %v", err)
+	}
 }
 
 func TestPacketMachineSpotControlPlanesNeedConsent(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 const (
 	apiKey  = "test-api-key-7f3a"
-	sshKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBx test@example.com"
+	sshKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY test@example.com"
 	project = "a3b8c1d2-0000-4000-8000-000000000001"
 	k8sVer  = "v1.36.3"
 )

@@ -11,6 +11,9 @@ import (
 // Permissions every reconciler of the manager needs; each controller adds its own next to it.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// The secure metrics endpoint reviews each scraper's token and its access to /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // ClientOptions are the options of the manager's client. Secrets are read from the API server,
 // never from a cache: a cache would hold every Secret of the management cluster (API keys,

@@ -65,6 +65,7 @@ type options struct {
 	packetAPIQPS                float64
 	packetAPIBurst              int
 	bgpLocalASN                 int64
+	defaultKeyProjects          []string
 	clusterConcurrency          int
 	machineConcurrency          int
 	manager                     flags.ManagerOptions
@@ -108,6 +109,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Maximum burst of Packet API requests for each API key.")
 	fs.Int64Var(&o.bgpLocalASN, "bgp-local-asn", 65000,
 		"ASN that KUBE_VIP clusters announce their elastic IP from, unless a PacketCluster sets spec.bgp.localASN.")
+	fs.StringSliceVar(&o.defaultKeyProjects, "default-key-projects", nil,
+		"Project IDs the manager's own API key (PACKET_API_KEY) may serve; PacketClusters in other projects need a credentialsRef. Empty: any project the key reaches, for every namespace (see docs/security.md).")
 	fs.IntVar(&o.clusterConcurrency, "packetcluster-concurrency", 10,
 		"Number of PacketClusters to reconcile at the same time.")
 	fs.IntVar(&o.machineConcurrency, "packetmachine-concurrency", 10,
@@ -220,27 +223,30 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		Burst:     opts.packetAPIBurst,
 	})
 	if err := (&controllers.PacketClusterReconciler{
-		Client:           mgr.GetClient(),
-		Packet:           factory,
-		DefaultAPIKey:    apiKey,
-		BGPLocalASN:      opts.bgpLocalASN,
-		WatchFilterValue: opts.watchFilterValue,
+		Client:             mgr.GetClient(),
+		Packet:             factory,
+		DefaultAPIKey:      apiKey,
+		DefaultKeyProjects: opts.defaultKeyProjects,
+		BGPLocalASN:        opts.bgpLocalASN,
+		WatchFilterValue:   opts.watchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketCluster controller: %w", err)
 	}
 	if err := (&controllers.PacketMachineReconciler{
-		Client:           mgr.GetClient(),
-		Packet:           factory,
-		DefaultAPIKey:    apiKey,
-		WatchFilterValue: opts.watchFilterValue,
+		Client:             mgr.GetClient(),
+		Packet:             factory,
+		DefaultAPIKey:      apiKey,
+		DefaultKeyProjects: opts.defaultKeyProjects,
+		WatchFilterValue:   opts.watchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.machineConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketMachine controller: %w", err)
 	}
 	if err := (&controllers.PacketMachineTemplateReconciler{
-		Client:           mgr.GetClient(),
-		Packet:           factory,
-		DefaultAPIKey:    apiKey,
-		WatchFilterValue: opts.watchFilterValue,
+		Client:             mgr.GetClient(),
+		Packet:             factory,
+		DefaultAPIKey:      apiKey,
+		DefaultKeyProjects: opts.defaultKeyProjects,
+		WatchFilterValue:   opts.watchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketMachineTemplate controller: %w", err)
 	}

@@ -48,6 +48,8 @@ type PacketClusterReconciler struct {
 	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
 	// credentialsRef.
 	DefaultAPIKey string
+	// DefaultKeyProjects are the projects DefaultAPIKey may serve; empty: any.
+	DefaultKeyProjects []string
 	// BGPLocalASN is the ASN for KUBE_VIP clusters that set none.
 	BGPLocalASN int64
 	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
@@ -124,7 +126,7 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, r.DefaultAPIKey)
+	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	s, err := scope.NewClusterScope(scope.ClusterScopeParams{Client: r.Client, Cluster: cluster, PacketCluster: pc, Packet: packetClient, Credentials: creds})
 	if err != nil {
 		return ctrl.Result{}, err

@@ -48,6 +48,8 @@ type PacketMachineReconciler struct {
 	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
 	// credentialsRef.
 	DefaultAPIKey string
+	// DefaultKeyProjects are the projects DefaultAPIKey may serve; empty: any.
+	DefaultKeyProjects []string
 	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
 	WatchFilterValue string
 
@@ -146,7 +148,7 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, r.DefaultAPIKey)
+	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	s, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
 		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds})
 	if err != nil {

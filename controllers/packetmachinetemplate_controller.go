@@ -35,6 +35,8 @@ type PacketMachineTemplateReconciler struct {
 	Packet scope.ClientProvider
 	// DefaultAPIKey is the manager's own Packet API key.
 	DefaultAPIKey string
+	// DefaultKeyProjects are the projects DefaultAPIKey may serve; empty: any.
+	DefaultKeyProjects []string
 	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
 	WatchFilterValue string
 }
@@ -80,7 +82,7 @@ func (r *PacketMachineTemplateReconciler) Reconcile(ctx context.Context, req ctr
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, pc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	creds, err := scope.ResolveCredentials(ctx, r.Client, pc, r.DefaultAPIKey)
+	creds, err := scope.ResolveCredentials(ctx, r.Client, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	if err != nil {
 		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil //nolint:nilerr // the PacketCluster reports its credentials.
 	}

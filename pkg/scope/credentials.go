@@ -3,6 +3,7 @@ package scope
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,15 +38,43 @@ type ErrCredentials struct{ Err error }
 func (e *ErrCredentials) Error() string { return e.Err.Error() }
 func (e *ErrCredentials) Unwrap() error { return e.Err }
 
+// DefaultCredentials are the manager's own: its API key, for PacketClusters without a
+// credentialsRef, and the projects it may serve with it.
+type DefaultCredentials struct {
+	APIKey string
+	// Projects are the project IDs the key may serve. Empty means any project, the previous
+	// provider's behaviour: then every namespace that may create a PacketCluster can have the
+	// manager act in any project the key reaches.
+	Projects []string
+}
+
+// serves reports whether the default key may act in projectID.
+func (d DefaultCredentials) serves(projectID string) bool {
+	if len(d.Projects) == 0 {
+		return true
+	}
+	for _, p := range d.Projects {
+		if strings.EqualFold(p, projectID) {
+			return true
+		}
+	}
+	return false
+}
+
 // ResolveCredentials returns the credentials of the PacketCluster: the Secret named by
-// spec.credentialsRef in its namespace, else the manager's default key.
-func ResolveCredentials(ctx context.Context, c client.Reader, pc *infrav1.PacketCluster, defaultAPIKey string) (Credentials, error) {
+// spec.credentialsRef in its namespace, else the manager's default key, if it serves the
+// cluster's project.
+func ResolveCredentials(ctx context.Context, c client.Reader, pc *infrav1.PacketCluster, def DefaultCredentials) (Credentials, error) {
 	ref := pc.Spec.CredentialsRef
 	if ref == nil {
-		if defaultAPIKey == "" {
+		switch {
+		case def.APIKey == "":
 			return Credentials{}, &ErrCredentials{fmt.Errorf("no Packet API key: the manager has none (PACKET_API_KEY) and spec.credentialsRef is not set")}
+		case !def.serves(pc.Spec.ProjectID):
+			return Credentials{}, &ErrCredentials{fmt.Errorf(
+				"the manager's own API key does not serve project %s (--default-key-projects); set spec.credentialsRef to a Secret with a key for it", pc.Spec.ProjectID)}
 		}
-		return Credentials{APIKey: defaultAPIKey}, nil
+		return Credentials{APIKey: def.APIKey}, nil
 	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: pc.Namespace, Name: ref.Name}
@@ -61,8 +90,8 @@ func ResolveCredentials(ctx context.Context, c client.Reader, pc *infrav1.Packet
 
 // Connect resolves the PacketCluster's credentials and returns the Packet client for them. Its
 // errors are *ErrCredentials, which HandleAPIError reports as CredentialsInvalid.
-func Connect(ctx context.Context, c client.Reader, clients ClientProvider, pc *infrav1.PacketCluster, defaultAPIKey string) (Credentials, packet.Client, error) {
-	creds, err := ResolveCredentials(ctx, c, pc, defaultAPIKey)
+func Connect(ctx context.Context, c client.Reader, clients ClientProvider, pc *infrav1.PacketCluster, def DefaultCredentials) (Credentials, packet.Client, error) {
+	creds, err := ResolveCredentials(ctx, c, pc, def)
 	if err != nil {
 		return creds, nil, err
 	}

@@ -2,8 +2,8 @@
 // faithful to what github.com/packethost/packngo v0.31.0 sends and decodes.
 // It serves the API under /metal/v1/, a control API under /_sim/ and
 // Prometheus metrics under /metrics, and offers the same control operations
-// as Go methods for tests. See /work/shared/reference/packet-api.md for the
-// behaviour it reproduces.
+// as Go methods for tests. README.md beside this file says what it serves and
+// how to drive it.
 package packetsim
 
 import (

@@ -1,0 +1,31 @@
+package scope_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+)
+
+func TestTheDefaultKeyServesOnlyTheProjectsItIsGiven(t *testing.T) {
+	const mine, theirs = "00000000-0000-4000-8000-0000000000a1", "00000000-0000-4000-8000-0000000000b2"
+	cluster := func(project string) *infrav1.PacketCluster {
+		return &infrav1.PacketCluster{Spec: infrav1.PacketClusterSpec{ProjectID: project}}
+	}
+	anyProject := scope.DefaultCredentials{APIKey: "k"}
+	if c, err := scope.ResolveCredentials(context.Background(), nil, cluster(theirs), anyProject); err != nil || c.APIKey != "k" || c.Source != "" {
+		t.Fatalf("without a list the default key serves any project: %+v, %v", c, err)
+	}
+	listed := scope.DefaultCredentials{APIKey: "k", Projects: []string{strings.ToUpper(mine)}}
+	if c, err := scope.ResolveCredentials(context.Background(), nil, cluster(mine), listed); err != nil || c.APIKey != "k" {
+		t.Fatalf("a listed project (any case) is served: %+v, %v", c, err)
+	}
+	c, err := scope.ResolveCredentials(context.Background(), nil, cluster(theirs), listed)
+	var credErr *scope.ErrCredentials
+	if !errors.As(err, &credErr) || !strings.Contains(err.Error(), "does not serve project "+theirs) || c.APIKey != "" {
+		t.Fatalf("an unlisted project got %+v, %v; want ErrCredentials naming it and no key", c, err)
+	}
+}

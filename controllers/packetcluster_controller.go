@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
@@ -101,6 +102,12 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	cluster, err := util.GetOwnerCluster(ctx, r.Client, pc.ObjectMeta)
+	if apierrors.IsNotFound(err) && !pc.DeletionTimestamp.IsZero() {
+		// The Cluster is gone first (deleted with its namespace, or by hand). What was made for
+		// it is found by its name, which the owner reference still has: release it all the same.
+		log.Info("The PacketCluster's Cluster is gone; releasing what was made for it")
+		cluster, err = &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: pc.Namespace, Name: clusterNameOf(pc)}}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -176,6 +183,18 @@ func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.
 
 func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.ClusterScope) (ctrl.Result, error) {
 	pc := s.PacketCluster
+	// The machines delete their devices with this cluster's credentials and project, and a
+	// control plane may hold the elastic IP: release nothing while one is left. Cluster API
+	// deletes the machines first; a namespace deletion or a hand-made one may not.
+	machines := &infrav1.PacketMachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(pc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if n := len(machines.Items); n > 0 {
+		conditions.Set(pc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: metav1.ConditionFalse,
+			Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Waiting for %d PacketMachines to delete their devices before releasing the cluster's resources", n)})
+		return ctrl.Result{RequeueAfter: machinesGoneRetry}, nil
+	}
 	conditions.Set(pc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: metav1.ConditionFalse,
 		Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Deleting (elastic IP reclaim policy %s)", pc.Spec.ElasticIPReclaimPolicy)})
 	if res, err := elasticip.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
@@ -193,6 +212,9 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
 	return ctrl.Result{}, nil
 }
+
+// machinesGoneRetry is how often a PacketCluster being deleted looks for its machines again.
+const machinesGoneRetry = 5 * time.Second
 
 // removeFinalizer drops the finalizer of a PacketCluster that Cluster API never adopted.
 func (r *PacketClusterReconciler) removeFinalizer(ctx context.Context, pc *infrav1.PacketCluster) error {

@@ -260,19 +260,43 @@ var _ = Describe("PacketCluster reconciler", func() {
 		Expect(apiCalls("POST /projects/{id}/bgp-configs")).To(Equal(enables), "the existing config is reused")
 	})
 
-	It("adopts the elastic IP of a cluster migrated from the previous Packet provider", func() {
-		ns := newNamespace()
+	It("adopts the previous provider's elastic IP for the migrated cluster only, and re-tags it", func() {
 		c, err := factory.ClientFor("migration-test", packetsim.DefaultToken)
 		Expect(err).NotTo(HaveOccurred())
 		old, err := c.ReserveIP(ctx, packet.ReserveIPRequest{ProjectID: simProject, Metro: "sv",
 			Tags: []string{infrav1.LegacyClusterTag("migrated")}})
 		Expect(err).NotTo(HaveOccurred())
-		reserves := apiCalls("POST /projects/{id}/ips")
 
-		createCluster(ns, "migrated", infrav1.PacketClusterSpec{Metro: "sv"})
+		By("a new cluster of the same name in another namespace gets an address of its own")
+		other := newNamespace()
+		reserves := apiCalls("POST /projects/{id}/ips")
+		createCluster(other, "migrated", infrav1.PacketClusterSpec{Metro: "sv"})
+		Eventually(provisioned(other, "migrated"), eventually).Should(Succeed())
+		Expect(getPacketCluster(other, "migrated").Spec.ControlPlaneEndpoint.Host).NotTo(Equal(old.Address))
+		Expect(apiCalls("POST /projects/{id}/ips")).To(Equal(reserves + 1))
+
+		By("the migrated cluster, whose endpoint is the old address, adopts it without reserving")
+		ns := newNamespace()
+		reserves = apiCalls("POST /projects/{id}/ips")
+		createCluster(ns, "migrated", infrav1.PacketClusterSpec{Metro: "sv",
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: old.Address, Port: 6443}})
 		Eventually(provisioned(ns, "migrated"), eventually).Should(Succeed())
-		Expect(getPacketCluster(ns, "migrated").Spec.ControlPlaneEndpoint.Host).To(Equal(old.Address))
+		Expect(conditions.GetReason(getPacketCluster(ns, "migrated"), infrav1.ControlPlaneEndpointReadyCondition)).
+			To(Equal(infrav1.ElasticIPReservedReason), "the cluster's own IP, released with it, not a user-supplied endpoint")
 		Expect(apiCalls("POST /projects/{id}/ips")).To(Equal(reserves))
+		got, err := c.GetIPReservation(ctx, old.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Tags).To(ConsistOf(infrav1.LegacyClusterTag("migrated"),
+			infrav1.ControlPlaneEndpointTag(ns, "migrated"), infrav1.ClusterTag(ns, "migrated")))
+
+		By("deleting the other namespace's cluster releases its own address, not the migrated one's")
+		Expect(k8sClient.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "migrated"}})).To(Succeed())
+		Expect(k8sClient.Delete(ctx, getPacketCluster(other, "migrated"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: other, Name: "migrated"}, &infrav1.PacketCluster{}))
+		}, eventually).Should(BeTrue())
+		_, err = c.GetIPReservation(ctx, old.ID)
+		Expect(err).NotTo(HaveOccurred(), "the migrated cluster's address is still reserved")
 	})
 
 	It("refuses EMLB with a reason that says it is not supported", func() {

@@ -33,7 +33,8 @@ func (r *PacketMachineReconciler) packetClusterToPacketMachines(ctx context.Cont
 	return r.machinesOfCluster(ctx, o.GetNamespace(), clusterNameOf(o))
 }
 
-// clusterNameOf is the name of the Cluster a PacketCluster belongs to, "" before it is known.
+// clusterNameOf is the name of the Cluster a PacketCluster belongs to, from its label or its
+// owner reference; "" before it is known.
 func clusterNameOf(o client.Object) string {
 	if name := o.GetLabels()[clusterv1.ClusterNameLabel]; name != "" {
 		return name

@@ -42,6 +42,8 @@ type Client interface {
 	GetIPReservation(ctx context.Context, id string) (*IPReservation, error)
 	// ReserveIP reserves one public IPv4 address.
 	ReserveIP(ctx context.Context, req ReserveIPRequest) (*IPReservation, error)
+	// TagIPReservation replaces the tags of an IP reservation.
+	TagIPReservation(ctx context.Context, id string, tags []string) error
 	// ReleaseIP deletes an IP reservation; releasing one that is already gone is not an error.
 	ReleaseIP(ctx context.Context, id string) error
 	// AssignIP assigns a reserved address to a device.

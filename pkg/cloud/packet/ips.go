@@ -109,3 +109,11 @@ func toIPReservation(ip *packngo.IPAddressReservation) *IPReservation {
 	}
 	return out
 }
+
+func (c *client) TagIPReservation(ctx context.Context, id string, tags []string) error {
+	tags = append([]string{}, tags...)
+	return c.do(ctx, "PATCH /ips/{id}", func(api *packngo.Client) (*packngo.Response, error) {
+		_, resp, err := api.ProjectIPs.Update(id, &packngo.IPAddressUpdateRequest{Tags: &tags}, nil)
+		return resp, err
+	})
+}

@@ -48,6 +48,9 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 
 	ip, err := s.find(ctx)
+	if err == nil && ip == nil && endpoint.Host != "" {
+		ip, err = s.adoptLegacy(ctx, endpoint.Host)
+	}
 	if err != nil {
 		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
 	}
@@ -108,21 +111,43 @@ func (s *Service) endpointIsOurs() bool {
 		(c.Reason == infrav1.ElasticIPReservedReason || c.Reason == infrav1.UserSuppliedEndpointReason)
 }
 
-// find returns the cluster's reservation: tagged by this provider, else tagged by the previous
-// Packet provider (adopted, so a migrated cluster keeps its address), else nil.
+// find returns the cluster's reservation, tagged by this provider with the cluster's namespace
+// and name, or nil.
 func (s *Service) find(ctx context.Context) (*packet.IPReservation, error) {
 	pc := s.scope.PacketCluster
-	for _, tag := range []string{
-		infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name),
-		infrav1.LegacyClusterTag(s.scope.Cluster.Name),
-	} {
-		ips, err := s.scope.Packet.FindIPReservationsByTags(ctx, pc.Spec.ProjectID, tag)
-		if err != nil {
+	ips, err := s.scope.Packet.FindIPReservationsByTags(ctx, pc.Spec.ProjectID,
+		infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name))
+	if err != nil || len(ips) == 0 {
+		return nil, err
+	}
+	return &ips[0], nil
+}
+
+// adoptLegacy takes over the previous Packet provider's reservation of a migrated cluster: one
+// tagged with the cluster's name only, and only if the cluster's endpoint already is its address.
+// Its tag has no namespace, so without that check a new cluster of the same name in another
+// namespace would take (and on deletion release) someone else's address. The adopted reservation
+// gets this provider's tags, keeping the old one, which the workload cluster's CPEM may look it
+// up by; from then on find sees it.
+func (s *Service) adoptLegacy(ctx context.Context, address string) (*packet.IPReservation, error) {
+	pc := s.scope.PacketCluster
+	ips, err := s.scope.Packet.FindIPReservationsByTags(ctx, pc.Spec.ProjectID, infrav1.LegacyClusterTag(s.scope.Cluster.Name))
+	if err != nil {
+		return nil, err
+	}
+	for i := range ips {
+		ip := &ips[i]
+		if ip.Address != address {
+			continue
+		}
+		tags := append(append([]string{}, ip.Tags...),
+			infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name), infrav1.ClusterTag(pc.Namespace, s.scope.Cluster.Name))
+		if err := s.scope.Packet.TagIPReservation(ctx, ip.ID, tags); err != nil {
 			return nil, err
 		}
-		if len(ips) > 0 {
-			return &ips[0], nil
-		}
+		ip.Tags = tags
+		record.Eventf(pc, "ElasticIPAdopted", "Adopted elastic IP %s of the previous Packet provider (reservation %s)", address, ip.ID)
+		return ip, nil
 	}
 	return nil, nil
 }

@@ -1,10 +1,12 @@
 package controllers
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,3 +68,41 @@ var _ = Describe("PacketCluster deletion", func() {
 		Expect(endpointReservations(mc.ns, mc.name)).To(BeEmpty())
 	})
 })
+
+var _ = Describe("PacketMachine deletion that takes too long", func() {
+	AfterEach(func() { sim.ClearFaults() })
+
+	It("reports a device stuck deprovisioning with its age, asks again, and finishes when Packet does", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pm := mc.createMachine("stuck", machineOpts{})
+		isProvisioned(pm)
+		dev := oneDevice(pm)
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultSlowDeprovision, Duration: 40 * time.Minute, Count: 1})
+
+		Expect(k8sClient.Delete(ctx, getPM(pm))).To(Succeed())
+		Eventually(func() string { d, _ := sim.Device(dev.ID); return d.State }, eventually).Should(Equal(packetsim.StateDeprovisioning))
+		Eventually(func() *metav1.Condition {
+			sim.Advance(time.Minute)
+			return machineCondition(pm, infrav1.DeviceReadyCondition)()
+		}, eventually, 100*time.Millisecond).Should(And(haveReason(infrav1.DeviceDeletionStuckReason),
+			HaveField("Message", MatchRegexp(`is still deprovisioning 1[5-9]m.* after its deletion was asked; asking Packet again`))))
+		Eventually(eventReasons(pm), eventually).Should(ContainElement(infrav1.DeviceDeletionStuckReason))
+		Expect(deletesFor(dev.ID)).To(BeNumerically(">=", 2), "the delete was sent again")
+
+		Eventually(func() bool {
+			sim.Advance(time.Minute)
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), &infrav1.PacketMachine{}))
+		}, eventually, 100*time.Millisecond).Should(BeTrue())
+	})
+})
+
+// deletesFor counts the DELETE requests for one device.
+func deletesFor(id string) int {
+	n := 0
+	for _, r := range sim.Requests() {
+		if r.Route == "DELETE /devices/{id}" && strings.Contains(r.Path, id) {
+			n++
+		}
+	}
+	return n
+}

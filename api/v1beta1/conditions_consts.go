@@ -68,4 +68,6 @@ const (
 	APIKeyNotExposableReason = "APIKeyNotExposable"
 	// DeviceNotOwnedReason: spec.providerID names a device outside the cluster's project or tags.
 	DeviceNotOwnedReason = "DeviceNotOwned"
+	// DeviceDeletionStuckReason: the device is deprovisioning far longer than Packet takes.
+	DeviceDeletionStuckReason = "DeviceDeletionStuck"
 )

@@ -3,9 +3,11 @@ package device
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -54,7 +56,9 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 			return true, ctrl.Result{}, nil
 		}
 	}
-	s.setCondition(metav1.ConditionFalse, clusterv1.DeletingReason, fmt.Sprintf("Deleting device %s", id))
+	if c := conditions.Get(pm, infrav1.DeviceReadyCondition); c == nil || c.Reason != infrav1.DeviceDeletionStuckReason {
+		s.setCondition(metav1.ConditionFalse, clusterv1.DeletingReason, fmt.Sprintf("Deleting device %s", id))
+	}
 
 	if requested {
 		dev, err := s.scope.Packet.GetDevice(ctx, id)
@@ -71,11 +75,17 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 			dev = &packet.Device{ID: id, State: packet.DeviceStateFailed}
 		}
 		pm.Status.InstanceStatus = dev.State
-		if dev.State == packet.DeviceStateDeprovisioning {
+		age := s.opts.Now().Sub(requestedAt)
+		if dev.State == packet.DeviceStateDeprovisioning && age < s.opts.DeleteDeadline {
 			scope.MarkAPIAvailable(pm)
-			return false, ctrl.Result{RequeueAfter: deletionPoll(s.opts.Now().Sub(requestedAt), s.opts.PollMin, s.opts.PollMax)}, nil
+			return false, ctrl.Result{RequeueAfter: deletionPoll(age, s.opts.PollMin, s.opts.PollMax)}, nil
 		}
-		// Still there and not being deleted: the request did not take. Ask again.
+		if dev.State == packet.DeviceStateDeprovisioning {
+			// Far longer than Packet takes: say so (a Warning event with the condition) and ask again.
+			s.setCondition(metav1.ConditionFalse, infrav1.DeviceDeletionStuckReason, fmt.Sprintf(
+				"Device %s is still %s %s after its deletion was asked; asking Packet again", id, dev.State, age.Round(time.Second)))
+		}
+		// Still there and not being deleted, or stuck: the request did not take. Ask again.
 	}
 
 	if err := s.scope.Packet.DeleteDevice(ctx, id); err != nil {

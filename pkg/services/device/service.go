@@ -41,6 +41,10 @@ type Options struct {
 	Now func() time.Time
 	// Progress remembers provisioning progress between reconciles; nil keeps none.
 	Progress *Progress
+	// DeleteDeadline is how long a device may be deprovisioning after its deletion was asked
+	// before that is reported (Warning event, DeviceDeletionStuck) and the delete sent again.
+	// Default 15m: Packet takes minutes, a wiped hardware reservation longer.
+	DeleteDeadline time.Duration
 	// SpotWatch is how often an active spot device is looked at, to see a termination notice
 	// (Packet gives about two minutes). Default three times PollMin (30s).
 	SpotWatch time.Duration
@@ -58,6 +62,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CreateConfirmWindow <= 0 {
 		o.CreateConfirmWindow = 2 * time.Minute
+	}
+	if o.DeleteDeadline <= 0 {
+		o.DeleteDeadline = 15 * time.Minute
 	}
 	if o.SpotWatch <= 0 {
 		o.SpotWatch = 3 * o.PollMin
@@ -102,6 +109,7 @@ var warningReasons = map[string]bool{
 	infrav1.SpotControlPlaneNotAllowedReason:     true,
 	infrav1.APIKeyNotExposableReason:             true,
 	infrav1.DeviceNotOwnedReason:                 true,
+	infrav1.DeviceDeletionStuckReason:            true,
 }
 
 // annotationTime reads one of the bookkeeping annotations.

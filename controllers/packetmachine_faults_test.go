@@ -319,6 +319,31 @@ var _ = Describe("PacketMachine reconciler, device states and API errors", func(
 })
 
 var _ = Describe("PacketMachineTemplate reconciler", func() {
+	It("fills the capacity of a template created before its cluster, once the cluster is there", func() {
+		ns := newNamespace()
+		pmt := &infrav1.PacketMachineTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: "early", Namespace: ns,
+				Labels: map[string]string{clusterv1.ClusterNameLabel: "c1", clusterv1.WatchLabel: machineSuiteFilter}},
+			Spec: infrav1.PacketMachineTemplateSpec{Template: infrav1.PacketMachineTemplateResource{
+				Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86"}}},
+		}
+		Expect(k8sClient.Create(ctx, pmt)).To(Succeed())
+		Consistently(func() int {
+			got := &infrav1.PacketMachineTemplate{}
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pmt), got)).To(Succeed())
+			return len(got.Status.Capacity)
+		}, time.Second, 100*time.Millisecond).Should(BeZero(), "no cluster yet")
+
+		cluster, pc := createCluster(ns, "c1", infrav1.PacketClusterSpec{Metro: "sv"})
+		patchLabels(pc, machineSuiteFilter)
+		patchLabels(cluster, machineSuiteFilter)
+		Eventually(func() int {
+			got := &infrav1.PacketMachineTemplate{}
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pmt), got)).To(Succeed())
+			return len(got.Status.Capacity)
+		}, eventually).Should(Equal(2), "cpu and memory, without the template changing")
+	})
+
 	It("fills capacity and node info from the plan catalogue", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
 		for _, tc := range []struct {

@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
@@ -55,7 +57,41 @@ func (r *PacketMachineTemplateReconciler) SetupWithManager(ctx context.Context, 
 		}})).
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		// A template seen before its cluster is ready (no PacketCluster yet, or paused) gets its
+		// capacity once it is.
+		Watches(&infrav1.PacketCluster{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfPacketCluster),
+			builder.WithPredicates(packetClusterChanged())).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfCluster),
+			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log))).
 		Complete(r)
+}
+
+func (r *PacketMachineTemplateReconciler) templatesOfPacketCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.templatesOf(ctx, o.GetNamespace(), clusterNameOf(o))
+}
+
+func (r *PacketMachineTemplateReconciler) templatesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.templatesOf(ctx, o.GetNamespace(), o.GetName())
+}
+
+// templatesOf returns the templates of a cluster, by the owner reference or label clusterOf
+// reads; a namespace holds few templates.
+func (r *PacketMachineTemplateReconciler) templatesOf(ctx context.Context, namespace, clusterName string) []reconcile.Request {
+	if clusterName == "" {
+		return nil
+	}
+	templates := &infrav1.PacketMachineTemplateList{}
+	if err := r.Client.List(ctx, templates, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the PacketMachineTemplates of a cluster", "cluster", clusterName)
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, t := range templates.Items {
+		if clusterNameOf(&t) == clusterName {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+		}
+	}
+	return requests
 }
 
 // Reconcile fills the template's status from the plan of its machines.

@@ -174,6 +174,11 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 	// The gates only hold back the create: a device that exists is followed whatever happens
 	// to the cluster or the bootstrap data.
 	if s.DeviceID() == "" {
+		if !s.Cluster.DeletionTimestamp.IsZero() || !s.PacketCluster.DeletionTimestamp.IsZero() {
+			// A device created now would outlive the cluster's credentials and elastic IP.
+			setDeviceWaiting(pm, infrav1.WaitingForClusterInfrastructureReason, "The cluster is being deleted; no device is created for it")
+			return ctrl.Result{}, nil
+		}
 		if !ptr.Deref(s.Cluster.Status.Initialization.InfrastructureProvisioned, false) {
 			setDeviceWaiting(pm, infrav1.WaitingForClusterInfrastructureReason, "Waiting for the cluster's infrastructure to be provisioned")
 			return ctrl.Result{}, nil

@@ -106,3 +106,26 @@ func deletesFor(id string) int {
 	}
 	return n
 }
+
+var _ = Describe("Machines of a cluster being deleted", func() {
+	It("get no device", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pc := getPacketCluster(mc.ns, mc.name)
+		orig := pc.DeepCopy()
+		pc.Finalizers = append(pc.Finalizers, "test/hold") // keeps it while it is being deleted
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
+		Expect(k8sClient.Delete(ctx, pc)).To(Succeed())
+		DeferCleanup(func() {
+			cur := getPacketCluster(mc.ns, mc.name)
+			orig := cur.DeepCopy()
+			cur.Finalizers = nil
+			Expect(k8sClient.Patch(ctx, cur, client.MergeFrom(orig))).To(Succeed())
+		})
+
+		pm := mc.createMachine("late", machineOpts{})
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
+			haveReason(infrav1.WaitingForClusterInfrastructureReason), HaveField("Message", ContainSubstring("being deleted"))))
+		Consistently(func() int { return createsFor(pm) }, time.Second, 100*time.Millisecond).Should(BeZero())
+		deleteAndWait(pm)
+	})
+})

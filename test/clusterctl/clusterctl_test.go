@@ -123,11 +123,16 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 			}
 			rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
 			for _, r := range rules {
-				for _, key := range []string{"verbs", "resources", "apiGroups"} {
-					Expect(r.(map[string]any)[key]).NotTo(ContainElement("*"), "%s %s %s", u.GetKind(), u.GetName(), key)
+				for _, key := range []string{"verbs", "resources", "apiGroups", "nonResourceURLs"} {
+					if values, ok := r.(map[string]any)[key]; ok {
+						Expect(values).NotTo(ContainElement("*"), "%s %s %s", u.GetKind(), u.GetName(), key)
+					}
 				}
 			}
 		}
+		reader, _, _ := unstructured.NestedSlice(find(objs, "ClusterRole", "capp-metrics-reader").Object, "rules")
+		Expect(reader).To(Equal([]any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}),
+			"the role a metrics scraper is bound to reads /metrics and nothing else")
 		Expect(find(objs, "ClusterRole", "capp-aggregated-manager-role").GetLabels()).To(
 			HaveKeyWithValue("cluster.x-k8s.io/aggregate-to-manager", "true"))
 

@@ -129,3 +129,25 @@ var _ = Describe("Machines of a cluster being deleted", func() {
 		deleteAndWait(pm)
 	})
 })
+
+var _ = Describe("Deleting a machine with duplicate devices", func() {
+	It("deletes every device tagged for it, not only the recorded one", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pm := mc.createMachine("dup", machineOpts{})
+		isProvisioned(pm)
+		recorded := oneDevice(pm)
+		pk, err := factory.ClientFor("", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		dup, err := pk.CreateDevice(ctx, packet.CreateDeviceRequest{ProjectID: simProject, Hostname: "dup-2", Plan: "c3.small.x86",
+			OS: "ubuntu_24_04", Metro: "sv", BillingCycle: "hourly", Tags: recorded.Tags})
+		Expect(err).NotTo(HaveOccurred())
+
+		deleteAndWait(pm)
+		Eventually(func() bool {
+			sim.Advance(2 * time.Second)
+			_, exists := sim.Device(dup.ID)
+			return exists
+		}, eventually, 100*time.Millisecond).Should(BeFalse(), "the duplicate is deleted with the machine")
+		Expect(eventReasons(pm)()).To(ContainElement("DuplicateDevices"))
+	})
+})

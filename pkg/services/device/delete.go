@@ -55,6 +55,10 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 			record.Warnf(pm, infrav1.DeviceNotOwnedReason, "Not deleting device %s, which spec.providerID names: %s", id, why)
 			return true, ctrl.Result{}, nil
 		}
+		if err := s.deleteDuplicates(ctx, id); err != nil {
+			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			return false, res, err
+		}
 	}
 	if c := conditions.Get(pm, infrav1.DeviceReadyCondition); c == nil || c.Reason != infrav1.DeviceDeletionStuckReason {
 		s.setCondition(metav1.ConditionFalse, clusterv1.DeletingReason, fmt.Sprintf("Deleting device %s", id))
@@ -142,6 +146,28 @@ func (s *Service) adoptForDeletion(ctx context.Context) (found bool, _ ctrl.Resu
 		return false, ctrl.Result{}, err
 	}
 	return true, ctrl.Result{}, nil
+}
+
+// deleteDuplicates deletes the devices other than keep that carry this machine's identity tags:
+// billed servers nobody would ever delete otherwise (a create that Packet carried out although
+// its answer was an error, followed by another). Only devices with the machine's UID tag are
+// touched, so they are this machine's and no other's.
+func (s *Service) deleteDuplicates(ctx context.Context, keep string) error {
+	pm := s.scope.PacketMachine
+	devices, err := s.scope.Packet.FindDevicesByTags(ctx, s.scope.ProjectID(), s.scope.IdentityTags()...)
+	if err != nil {
+		return err
+	}
+	for _, d := range devices {
+		if d.ID == keep || d.State == packet.DeviceStateDeprovisioning {
+			continue
+		}
+		if err := s.scope.Packet.DeleteDevice(ctx, d.ID); err != nil {
+			return err
+		}
+		record.Warnf(pm, "DuplicateDevices", "Deleted device %s, a duplicate of %s tagged for this machine", d.ID, keep)
+	}
+	return nil
 }
 
 // listedDevice finds a device Packet will not show by ID in the project's list, where it has

@@ -23,7 +23,7 @@ var (
 	artifacts string
 	// sshKey is the public key the suite's clusters get: the provider registers it as a project
 	// SSH key labelled with the cluster, so the leak check can see it.
-	sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyForTheCappE2eSuiteOnlyNotRealAAAAAAAA e2e@capp"
+	sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY e2e@capp"
 )
 
 func TestE2E(t *testing.T) {

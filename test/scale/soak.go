@@ -44,7 +44,8 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 	for _, f := range soakFaults() {
 		h.sim.InjectFault(f)
 	}
-	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("soak-%d", time.Now().Unix()), cluster: "soak", n: n}
+	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("soak-%d", time.Now().Unix()), cluster: "soak", n: n,
+		sshKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY soak@example.com"}
 	if err := w.create(ctx); err != nil {
 		return nil, err
 	}

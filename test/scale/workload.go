@@ -26,6 +26,9 @@ type workload struct {
 	namespace string
 	cluster   string
 	n         int
+	// sshKey, when set, is given to every other machine: machines created together then
+	// register one new project SSH key at the same time.
+	sshKey string
 }
 
 func (w *workload) create(ctx context.Context) error {
@@ -104,6 +107,9 @@ func (w *workload) createMachine(ctx context.Context, cluster *clusterv1.Cluster
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine",
 				Name: machine.Name, UID: machine.UID, Controller: ptr.To(true)}}},
 		Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly"},
+	}
+	if w.sshKey != "" && i%2 == 1 {
+		pm.Spec.SSHKeys = []string{w.sshKey}
 	}
 	return w.c.Create(ctx, pm)
 }

@@ -45,18 +45,18 @@ func main() {
 	secrets := fs.Int("secrets", 5000, "secrets: how many unrelated Secrets to create")
 	secretSize := fs.Int("secret-size", 100<<10, "secrets: the size of each, in bytes")
 	_ = fs.Parse(os.Args[2:])
-	secretsOpts = secretsFlags{count: *secrets, size: *secretSize}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := run(ctx, mode, *machines, *provisioning, *rate, *chaos, *managerBin, *workDir); err != nil {
+	if err := run(ctx, mode, *machines, *provisioning, *rate, *chaos, *managerBin, *workDir, secretsFlags{count: *secrets, size: *secretSize}); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, mode, machines string, provisioning time.Duration, rate float64, chaos time.Duration, managerBin, workDir string) error {
+func run(ctx context.Context, mode, machines string, provisioning time.Duration, rate float64, chaos time.Duration, managerBin, workDir string,
+	secretsOpts secretsFlags) error {
 	if workDir == "" {
 		var err error
 		if workDir, err = os.MkdirTemp("", "capp-"+mode+"-"); err != nil {
@@ -142,8 +142,6 @@ func run(ctx context.Context, mode, machines string, provisioning time.Duration,
 
 // secretsFlags are the secrets mode's flags.
 type secretsFlags struct{ count, size int }
-
-var secretsOpts secretsFlags
 
 // randomToken is the API key of a run: random, so a leak check can search the logs for it.
 func randomToken() string {

@@ -88,6 +88,13 @@ func KindOf(err error) ErrorKind {
 // IsNotFound reports whether err says the object does not exist.
 func IsNotFound(err error) bool { return KindOf(err) == KindNotFound }
 
+// IsAlreadyTaken reports Packet's 422 "... has already been taken": what was asked for exists
+// already (an SSH key with that fingerprint, an address assignment).
+func IsAlreadyTaken(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindInvalid && strings.Contains(e.Message(), "already been taken")
+}
+
 // IsForbidden reports whether Packet answered 403. For one device that is the device's own
 // state (Packet answers it for some failed devices), not necessarily bad credentials.
 func IsForbidden(err error) bool {

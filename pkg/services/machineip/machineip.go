@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,7 +92,7 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 
 	err = s.scope.Packet.AssignIP(ctx, dev.ID, address)
 	var apiErr *packet.Error
-	if errors.As(err, &apiErr) && apiErr.Kind == packet.KindInvalid && strings.Contains(apiErr.Message(), "already been taken") {
+	if packet.IsAlreadyTaken(err) && errors.As(err, &apiErr) {
 		// Assigned already: by us in a reconcile whose answer was lost, or to another control
 		// plane. Either way the address has its one device.
 		scope.MarkAPIAvailable(pm)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/md5" //nolint:gosec // Packet identifies SSH keys by their MD5 fingerprint.
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -49,7 +48,7 @@ func Resolve(ctx context.Context, c packet.Client, projectID, label string, entr
 		}
 		if id == "" {
 			key, err := c.CreateProjectSSHKey(ctx, projectID, label, entry)
-			if alreadyTaken(err) {
+			if packet.IsAlreadyTaken(err) {
 				// Another machine registered the same key since the list was read (machines of
 				// one template are created together): use that one.
 				key, err = findRegistered(ctx, c, projectID, fp, err)
@@ -63,12 +62,6 @@ func Resolve(ctx context.Context, c packet.Client, projectID, label string, entr
 		ids = append(ids, id)
 	}
 	return ids, nil
-}
-
-// alreadyTaken reports whether Packet refused a key because the project has it already.
-func alreadyTaken(err error) bool {
-	var apiErr *packet.Error
-	return errors.As(err, &apiErr) && apiErr.Kind == packet.KindInvalid && strings.Contains(apiErr.Message(), "already been taken")
 }
 
 // findRegistered reads the project's keys again for the one with fingerprint fp; createErr is

@@ -82,12 +82,12 @@ func (s *deviceSnapshots) project(projectID string) *projectSnapshot {
 	return p
 }
 
-// fresh returns the snapshot's devices if it was taken at most maxAge ago. ok is false when it
-// is older; a project too big to keep reports ok with no devices.
-func (s *deviceSnapshots) fresh(p *projectSnapshot) (devices map[string]Device, ok bool) {
+// fresh returns the snapshot's devices if it was taken at most maxAge before asked. ok is false
+// when it is older; a project too big to keep reports ok with no devices.
+func (s *deviceSnapshots) fresh(p *projectSnapshot, asked time.Time) (devices map[string]Device, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	age := s.now().Sub(p.takenAt)
+	age := asked.Sub(p.takenAt)
 	if p.tooBig {
 		return nil, age <= snapshotIdleTTL
 	}
@@ -97,8 +97,9 @@ func (s *deviceSnapshots) fresh(p *projectSnapshot) (devices map[string]Device, 
 // snapshot returns the project's devices as listed at most maxAge ago, listing them again if
 // the last list is older. The map is never written after it is stored, so callers may read it.
 func (c *client) snapshot(ctx context.Context, projectID string) (map[string]Device, error) {
+	asked := c.snapshots.now()
 	p := c.snapshots.project(projectID)
-	if devices, ok := c.snapshots.fresh(p); ok {
+	if devices, ok := c.snapshots.fresh(p, asked); ok {
 		return devices, nil
 	}
 	select {
@@ -107,8 +108,11 @@ func (c *client) snapshot(ctx context.Context, projectID string) (map[string]Dev
 		return nil, ctx.Err()
 	}
 	defer func() { <-p.refreshing }()
-	// Someone else may have refreshed it while this caller waited.
-	if devices, ok := c.snapshots.fresh(p); ok {
+	// Someone else may have refreshed it while this caller waited. Freshness counts from when
+	// this caller asked, not from now: a list that takes longer than maxAge would otherwise be
+	// stale for everyone who waited for it, and each of them would list the project again, one
+	// after the other.
+	if devices, ok := c.snapshots.fresh(p, asked); ok {
 		return devices, nil
 	}
 	return c.refreshSnapshot(ctx, projectID, p)

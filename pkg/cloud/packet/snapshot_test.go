@@ -178,6 +178,33 @@ func TestConcurrentPollsShareOneRefresh(t *testing.T) {
 	}
 }
 
+func TestPollsWaitingForASlowListShareIt(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, 50*time.Millisecond)
+	devices := createDevices(t, c, 4)
+	// The list takes longer than the snapshot may be old: those who waited for it must still
+	// take its answer rather than list again in turn.
+	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultLatency, Route: listRoute, Count: 1, Latency: 300 * time.Millisecond})
+	before := sim.Counters()
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for i := range 10 {
+		wg.Go(func() {
+			if _, err := c.DeviceStatus(ctx, project, devices[i%len(devices)].ID); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got, want := calls(sim, before), map[string]int{listRoute: 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v (one list, shared by every poll that waited for it)", got, want)
+	}
+}
+
 func TestRecentDevicesByTagsUsesTheSnapshot(t *testing.T) {
 	ctx := context.Background()
 	sim, c := newSnapshotSim(t, time.Hour)

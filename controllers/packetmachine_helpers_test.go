@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,7 +76,26 @@ func newFilteredMachineCluster(spec infrav1.PacketClusterSpec, filter string) *m
 	mc := &machineCluster{ns: ns, name: "c1", filter: filter, cluster: cluster}
 	// Cluster API's Cluster controller would now set this from the PacketCluster.
 	mc.setInfrastructureProvisioned(true)
+	if filter == machineSuiteFilter {
+		// Machines left provisioning would be polled for the rest of the suite by its single
+		// worker, and a slow machine then starves the specs that come after.
+		DeferCleanup(mc.deleteMachines)
+	}
 	return mc
+}
+
+// deleteMachines deletes the cluster's PacketMachines and waits until they are gone.
+func (mc *machineCluster) deleteMachines() {
+	list := &infrav1.PacketMachineList{}
+	Expect(k8sClient.List(ctx, list, client.InNamespace(mc.ns))).To(Succeed())
+	for i := range list.Items {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &list.Items[i]))).To(Succeed())
+	}
+	Eventually(func(g Gomega) {
+		sim.Advance(2 * time.Second)
+		g.Expect(k8sClient.List(ctx, list, client.InNamespace(mc.ns))).To(Succeed())
+		g.Expect(list.Items).To(BeEmpty())
+	}, eventually, 200*time.Millisecond).Should(Succeed())
 }
 
 func patchLabels(obj client.Object, filter string) {

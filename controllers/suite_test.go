@@ -99,8 +99,11 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// testOptions keeps one reconcile at a time per controller, so API call counts are exact.
-var testOptions = controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}
+// testOptions runs a few reconciles at once, as the manager does (it runs ten). With one worker,
+// a test's machines that poll a provisioning device (the virtual clock stands still, so they poll
+// at testPollMin) took turns ahead of a new machine, whose first reconcile ranks lower (see
+// followPriority), and on a loaded machine it waited past the test's patience.
+var testOptions = controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptr.To(true)}
 
 // newNamespace creates a namespace for one test.
 func newNamespace() string {

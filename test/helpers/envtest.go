@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -91,6 +92,9 @@ func StartWithOptions(ctx context.Context, opts Options) (*TestEnvironment, erro
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		// envtest's 20s default is too short for a kube-apiserver built with -race neighbours
+		// on two busy cores (CI runs every test package at once).
+		ControlPlaneStartTimeout: time.Minute,
 	}
 	for _, p := range opts.WebhookConfigPaths {
 		if !filepath.IsAbs(p) {

@@ -26,6 +26,7 @@ GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VER)
 # envtest binaries, built from source by hack/tools/k8s (see its go.mod for the etcd version).
 ENVTEST_DIR := $(BIN)/k8s/$(K8S_VERSION)
 KUBE_APISERVER := $(ENVTEST_DIR)/kube-apiserver
+KUBE_CONTROLLER_MANAGER := $(ENVTEST_DIR)/kube-controller-manager
 ETCD := $(ENVTEST_DIR)/etcd
 export KUBEBUILDER_ASSETS := $(ENVTEST_DIR)
 export ENVTEST_K8S_VERSION := $(K8S_VERSION)
@@ -156,14 +157,25 @@ envtest-bins: $(KUBE_APISERVER) $(ETCD) ## Build kube-apiserver and etcd for env
 
 # kube-apiserver from k8s.io/kubernetes with its staging modules replaced by the published
 # v0.$(minor) modules; the version is stamped in so clients that check it see a real one.
+K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
+
 $(KUBE_APISERVER):
 	@mkdir -p $(ENVTEST_DIR)
 	@echo "Building kube-apiserver v$(K8S_VERSION) from source (first time only, a few minutes)"
-	cd hack/tools/k8s && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
-		-X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
-		-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION))) \
-		-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))" \
+	cd hack/tools/k8s && CGO_ENABLED=0 go build -trimpath -ldflags "$(K8S_LDFLAGS)" \
 		-o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver && mv $@.tmp $@
+
+# The sandbox's namespace and garbage-collector controllers, from the same module.
+.PHONY: kube-controller-manager
+kube-controller-manager: $(KUBE_CONTROLLER_MANAGER) ## Build kube-controller-manager for the sandbox (once per version).
+
+$(KUBE_CONTROLLER_MANAGER):
+	@mkdir -p $(ENVTEST_DIR)
+	@echo "Building kube-controller-manager v$(K8S_VERSION) from source (first time only, a few minutes)"
+	cd hack/tools/k8s && CGO_ENABLED=0 go build -trimpath -ldflags "$(K8S_LDFLAGS)" \
+		-o $@.tmp k8s.io/kubernetes/cmd/kube-controller-manager && mv $@.tmp $@
 
 $(ETCD):
 	@mkdir -p $(ENVTEST_DIR)
@@ -173,7 +185,7 @@ $(ETCD):
 ##@ Sandbox and end-to-end tests
 
 # The sandbox (`make sandbox`) and the e2e suite run a whole management plane as local processes:
-# etcd + kube-apiserver (envtest-bins), the Packet API simulator, the Cluster API managers built
+# etcd + kube-apiserver (envtest-bins) + kube-controller-manager, the Packet API simulator, the Cluster API managers built
 # from the sigs.k8s.io/cluster-api module (hack/tools/capi), and bin/manager; components are
 # installed by clusterctl from local repositories. Everything is cached under bin/ and rebuilt only
 # when missing (the provider's own binaries always, Go's build cache makes that quick).
@@ -216,7 +228,7 @@ test-e2e: sandbox-bins ## Run the e2e suite (ginkgo) on a sandbox it starts; art
 	go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: sandbox-bins
-sandbox-bins: envtest-bins capi-managers capi-repository clusterctl clusterctl-repo build $(BIN)/packetsim $(BIN)/sandbox ## Build everything the sandbox and the e2e suite run.
+sandbox-bins: envtest-bins $(KUBE_CONTROLLER_MANAGER) capi-managers capi-repository clusterctl clusterctl-repo build $(BIN)/packetsim $(BIN)/sandbox ## Build everything the sandbox and the e2e suite run.
 
 .PHONY: capi-managers
 capi-managers: $(CAPI_MANAGERS) ## Build the Cluster API $(CAPI_VERSION) core, kubeadm bootstrap and control-plane managers.

@@ -46,7 +46,7 @@ func testNamespace(ctx context.Context, prefix string) string {
 		Expect(cleanupErr).NotTo(HaveOccurred(), "deleting the clusters of %s", name)
 		Expect(leakErr).NotTo(HaveOccurred(), "leak check of %s", name)
 		_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		Expect(sb.FinalizeNamespace(ctx, name)).To(Succeed())
+		Expect(sb.WaitNamespaceDeleted(ctx, name, 2*time.Minute)).To(Succeed())
 	}, NodeTimeout(6*time.Minute))
 	return name
 }

@@ -26,14 +26,15 @@ type Config struct {
 	RepoRoot string
 
 	// Binaries.
-	Etcd             string
-	KubeAPIServer    string
-	Packetsim        string
-	Manager          string // this provider's manager
-	CoreManager      string // sigs.k8s.io/cluster-api/core
-	BootstrapManager string // sigs.k8s.io/cluster-api/bootstrap/kubeadm
-	ControlPlaneMgr  string // sigs.k8s.io/cluster-api/controlplane/kubeadm
-	Clusterctl       string
+	Etcd                  string
+	KubeAPIServer         string
+	KubeControllerManager string
+	Packetsim             string
+	Manager               string // this provider's manager
+	CoreManager           string // sigs.k8s.io/cluster-api/core
+	BootstrapManager      string // sigs.k8s.io/cluster-api/bootstrap/kubeadm
+	ControlPlaneMgr       string // sigs.k8s.io/cluster-api/controlplane/kubeadm
+	Clusterctl            string
 
 	// CAPIRepository is the folder of the local clusterctl repository with Cluster API's
 	// components (cluster-api/, bootstrap-kubeadm/, control-plane-kubeadm/).
@@ -64,7 +65,7 @@ type Config struct {
 
 // Ports are the loopback ports the sandbox uses, derived from Config.PortBase.
 type Ports struct {
-	APIServer, Etcd, EtcdPeer, Packetsim int
+	APIServer, Etcd, EtcdPeer, Packetsim, ControllerManager int
 }
 
 // DefaultPortBase is the PortBase of `make sandbox`.
@@ -72,7 +73,7 @@ const DefaultPortBase = 16400
 
 func (c *Config) ports() Ports {
 	b := c.PortBase
-	return Ports{APIServer: b + 43, Etcd: b + 79, EtcdPeer: b + 80, Packetsim: b + 40}
+	return Ports{APIServer: b + 43, Etcd: b + 79, EtcdPeer: b + 80, Packetsim: b + 40, ControllerManager: b + 57}
 }
 
 // DefaultConfig is the layout the Makefile builds: binaries under <root>/bin, state in
@@ -83,19 +84,20 @@ func DefaultConfig(root string) Config {
 	capiVersion := envOr("CAPI_VERSION", "v1.14.2")
 	capi := filepath.Join(bin, "capi", capiVersion)
 	return Config{
-		StateDir:         filepath.Join(root, ".sandbox"),
-		RepoRoot:         root,
-		Etcd:             filepath.Join(k8s, "etcd"),
-		KubeAPIServer:    filepath.Join(k8s, "kube-apiserver"),
-		Packetsim:        filepath.Join(bin, "packetsim"),
-		Manager:          filepath.Join(bin, "manager"),
-		CoreManager:      filepath.Join(capi, "core-manager"),
-		BootstrapManager: filepath.Join(capi, "kubeadm-bootstrap-manager"),
-		ControlPlaneMgr:  filepath.Join(capi, "kubeadm-control-plane-manager"),
-		Clusterctl:       filepath.Join(bin, "tools", "clusterctl-"+capiVersion),
-		CAPIRepository:   filepath.Join(capi, "repository"),
-		CAPIVersion:      capiVersion,
-		CertManagerCRDs:  firstMatch(filepath.Join(capi, "cert-manager-*-crds")),
+		StateDir:              filepath.Join(root, ".sandbox"),
+		RepoRoot:              root,
+		Etcd:                  filepath.Join(k8s, "etcd"),
+		KubeAPIServer:         filepath.Join(k8s, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(k8s, "kube-controller-manager"),
+		Packetsim:             filepath.Join(bin, "packetsim"),
+		Manager:               filepath.Join(bin, "manager"),
+		CoreManager:           filepath.Join(capi, "core-manager"),
+		BootstrapManager:      filepath.Join(capi, "kubeadm-bootstrap-manager"),
+		ControlPlaneMgr:       filepath.Join(capi, "kubeadm-control-plane-manager"),
+		Clusterctl:            filepath.Join(bin, "tools", "clusterctl-"+capiVersion),
+		CAPIRepository:        filepath.Join(capi, "repository"),
+		CAPIVersion:           capiVersion,
+		CertManagerCRDs:       firstMatch(filepath.Join(capi, "cert-manager-*-crds")),
 		// `make clusterctl-repo` writes one version folder.
 		ProviderComponents: firstMatch(filepath.Join(root, "out", "clusterctl-repo", "infrastructure-packet", "*", "infrastructure-components.yaml")),
 		PortBase:           DefaultPortBase,
@@ -126,6 +128,7 @@ func (c *Config) check() error {
 	for _, f := range []struct{ path, what, target string }{
 		{c.Etcd, "etcd", "make envtest-bins"},
 		{c.KubeAPIServer, "kube-apiserver", "make envtest-bins"},
+		{c.KubeControllerManager, "kube-controller-manager", "make kube-controller-manager"},
 		{c.Packetsim, "the Packet API simulator", "make sandbox-bins"},
 		{c.Manager, "the provider's manager", "make build"},
 		{c.CoreManager, "the Cluster API core manager", "make capi-managers"},

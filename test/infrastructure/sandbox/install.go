@@ -21,11 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -61,7 +59,9 @@ func Scheme() *kruntime.Scheme {
 // install puts the components into the empty (or reused) kube-apiserver the way a user does:
 // cert-manager's CRDs, then `clusterctl init --infrastructure packet`, then the webhook wiring.
 func (s *Sandbox) install(ctx context.Context) error {
-	if err := s.FinalizeNamespace(ctx, certManagerTestNamespace); err != nil {
+	// A sandbox restarted on its state may find clusterctl's check namespace of the last run
+	// still being deleted; creating it again would fail.
+	if err := s.WaitNamespaceDeleted(ctx, certManagerTestNamespace, time.Minute); err != nil {
 		return err
 	}
 	s.cfg.Log("Installing cert-manager's CRDs from %s", s.cfg.CertManagerCRDs)
@@ -72,11 +72,6 @@ func (s *Sandbox) install(ctx context.Context) error {
 		return err
 	}
 	if err := s.clusterctlInit(ctx); err != nil {
-		return err
-	}
-	// clusterctl deleted its cert-manager check namespace; with no namespace controller running,
-	// the sandbox finishes that deletion.
-	if err := s.FinalizeNamespace(ctx, certManagerTestNamespace); err != nil {
 		return err
 	}
 	return s.wireWebhooks(ctx)
@@ -360,29 +355,43 @@ func pointAt(cc *admissionregistrationv1.WebhookClientConfig, port int, ca []byt
 	cc.Service, cc.URL, cc.CABundle = nil, &u, ca
 }
 
-// FinalizeNamespace completes the deletion of a Terminating namespace, which the (absent)
-// namespace controller would do once the namespace is empty. It does nothing to a namespace that
-// is not being deleted.
-func (s *Sandbox) FinalizeNamespace(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
+// WaitNamespaceDeleted waits until the namespace is gone, or is not being deleted: the
+// namespace controller of kube-controller-manager empties a deleted namespace and then removes it.
+func (s *Sandbox) WaitNamespaceDeleted(ctx context.Context, name string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ns := &corev1.Namespace{}
+		err := s.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err == nil && ns.DeletionTimestamp == nil:
+			return nil
+		case err == nil && time.Now().After(deadline):
+			return fmt.Errorf("namespace %s is still being deleted after %s: %s", name, timeout, namespaceConditions(ns))
+		case err != nil && time.Now().After(deadline):
+			return fmt.Errorf("waiting for namespace %s to be deleted: %w", name, err)
 		}
-		return err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	if ns.DeletionTimestamp == nil {
-		return nil
+}
+
+// namespaceConditions says what the namespace controller reports it is waiting for.
+func namespaceConditions(ns *corev1.Namespace) string {
+	var out []string
+	for _, c := range ns.Status.Conditions {
+		if c.Status == corev1.ConditionTrue {
+			out = append(out, fmt.Sprintf("%s: %s", c.Type, c.Message))
+		}
 	}
-	cs, err := kubernetes.NewForConfig(s.RESTConfig)
-	if err != nil {
-		return err
+	if len(out) == 0 {
+		return "no condition reported (is kube-controller-manager running?)"
 	}
-	ns.Spec.Finalizers = nil
-	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("finalizing namespace %s: %w", name, err)
-	}
-	return nil
+	return strings.Join(out, "; ")
 }
 
 // tlsDial checks that addr serves TLS with a certificate the sandbox CA signed for 127.0.0.1.

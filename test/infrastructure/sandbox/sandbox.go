@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -129,6 +131,7 @@ func (s *Sandbox) plan() {
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", p.EtcdPeer)
 	pkiDir := filepath.Join(st, "pki")
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
+	kcmURL := fmt.Sprintf("https://127.0.0.1:%d", p.ControllerManager)
 	s.Components = []*Component{{
 		Name: "etcd", Endpoint: etcdURL, binary: s.cfg.Etcd,
 		args: []string{"--name=sandbox", "--data-dir=" + filepath.Join(st, "etcd"),
@@ -149,6 +152,18 @@ func (s *Sandbox) plan() {
 			"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--allow-privileged=true",
 			"--disable-admission-plugins=ServiceAccount", "--enable-priority-and-fairness=false"},
 		ready: s.apiserverReady,
+	}, {
+		// Every management cluster runs one. Without it a deleted namespace stays Terminating and
+		// owner references collect nothing, so deletion could not be shown here. Only the two
+		// controllers a management plane of CRDs needs; the admin identity stands in for the
+		// per-controller service accounts a real control plane would give them.
+		Name: "kube-controller-manager", Endpoint: kcmURL, binary: s.cfg.KubeControllerManager,
+		args: []string{"--kubeconfig=" + s.Kubeconfig, "--controllers=namespace,garbagecollector",
+			"--leader-elect=false", "--use-service-account-credentials=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.ControllerManager),
+			"--tls-cert-file=" + filepath.Join(pkiDir, "issued", "kube-controller-manager", "tls.crt"),
+			"--tls-private-key-file=" + filepath.Join(pkiDir, "issued", "kube-controller-manager", "tls.key")},
+		ready: func(ctx context.Context) error { return s.httpsOK(ctx, kcmURL+"/healthz") },
 	}, {
 		Name: "packetsim", Endpoint: s.SimURL + "/metal/v1/", binary: s.cfg.Packetsim,
 		args: s.simArgs(),
@@ -209,6 +224,10 @@ func (s *Sandbox) simArgs() []string {
 	return args
 }
 
+// infrastructureComponents is how many of Components (etcd, kube-apiserver,
+// kube-controller-manager, packetsim) come before the managers.
+const infrastructureComponents = 4
+
 // Component returns the named child (nil if there is none).
 func (s *Sandbox) Component(name string) *Component {
 	for _, c := range s.Components {
@@ -234,8 +253,8 @@ func (s *Sandbox) Start(ctx context.Context) (err error) {
 	if err := s.prepareFiles(); err != nil {
 		return err
 	}
-	// Infrastructure first: etcd, kube-apiserver, the simulator.
-	for _, c := range s.Components[:3] {
+	// Infrastructure first: etcd, kube-apiserver, kube-controller-manager, the simulator.
+	for _, c := range s.Components[:infrastructureComponents] {
 		if err := s.startComponent(ctx, c); err != nil {
 			return err
 		}
@@ -244,12 +263,12 @@ func (s *Sandbox) Start(ctx context.Context) (err error) {
 		return err
 	}
 	// Then the managers, in parallel: each only needs the CRDs installed above.
-	for _, c := range s.Components[3:] {
+	for _, c := range s.Components[infrastructureComponents:] {
 		if err := s.launch(c); err != nil {
 			return err
 		}
 	}
-	for _, c := range s.Components[3:] {
+	for _, c := range s.Components[infrastructureComponents:] {
 		if err := s.waitReady(ctx, c, 3*time.Minute); err != nil {
 			return err
 		}
@@ -275,8 +294,9 @@ func (s *Sandbox) preflight() error {
 	}{
 		{fmt.Sprintf("127.0.0.1:%d", p.Etcd), "etcd"}, {fmt.Sprintf("127.0.0.1:%d", p.EtcdPeer), "etcd peer"},
 		{fmt.Sprintf("127.0.0.1:%d", p.APIServer), "kube-apiserver"}, {fmt.Sprintf("127.0.0.1:%d", p.Packetsim), "packetsim"},
+		{fmt.Sprintf("127.0.0.1:%d", p.ControllerManager), "kube-controller-manager"},
 	}
-	for _, c := range s.Components[3:] {
+	for _, c := range s.Components[infrastructureComponents:] {
 		// The managers' webhook servers have no bind-address flag and listen on every interface.
 		checks = append(checks,
 			struct{ addr, what string }{fmt.Sprintf(":%d", c.webhookPort), c.Name + " webhooks"},
@@ -310,8 +330,10 @@ func (s *Sandbox) prepareFiles() error {
 	if s.pki, err = loadOrCreatePKI(pkiDir); err != nil {
 		return fmt.Errorf("creating the sandbox CA: %w", err)
 	}
-	if err := s.pki.serving(filepath.Join(pkiDir, "issued", "kube-apiserver"), "kube-apiserver"); err != nil {
-		return err
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager"} {
+		if err := s.pki.serving(filepath.Join(pkiDir, "issued", name), name); err != nil {
+			return err
+		}
 	}
 	if err := s.pki.client(filepath.Join(pkiDir, "issued", "admin"), "sandbox-admin", "system:masters"); err != nil {
 		return err
@@ -319,7 +341,7 @@ func (s *Sandbox) prepareFiles() error {
 	if _, _, err := s.pki.serviceAccountKey(); err != nil {
 		return err
 	}
-	for _, c := range s.Components[3:] {
+	for _, c := range s.Components[infrastructureComponents:] {
 		if err := s.pki.serving(filepath.Join(pkiDir, "issued", c.Name), c.Name); err != nil {
 			return err
 		}
@@ -449,12 +471,21 @@ func (s *Sandbox) apiserverReady(ctx context.Context) error {
 	return nil
 }
 
-func httpOK(ctx context.Context, url string) error {
+// httpsOK is httpOK for a server whose certificate the sandbox CA signed.
+func (s *Sandbox) httpsOK(ctx context.Context, url string) error {
+	pool := x509.NewCertPool()
+	pool.AddCert(s.pki.caCert)
+	return getOK(ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, url)
+}
+
+func httpOK(ctx context.Context, url string) error { return getOK(ctx, http.DefaultClient, url) }
+
+func getOK(ctx context.Context, c *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,8 @@ import (
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachines;packetmachinetemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+// A PacketCluster holds its credentials Secret with a finalizer until it is deleted.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=patch
 
 // PacketClusterReconciler gives a Cluster its Packet infrastructure: the control-plane endpoint
 // (an elastic IP, or the user's), BGP for kube-vip, and failure domains.
@@ -150,6 +152,9 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !pc.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
+	if err := scope.HoldCredentials(ctx, r.Client, pc, creds); err != nil {
+		return ctrl.Result{}, fmt.Errorf("holding the credentials Secret until the cluster is deleted: %w", err)
+	}
 	return r.reconcileNormal(ctx, s)
 }
 
@@ -208,6 +213,10 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	}
 	if deleted > 0 {
 		record.Eventf(pc, "SSHKeysDeleted", "Deleted %d project SSH keys registered for the cluster's machines", deleted)
+	}
+	// Last: until here the machines and the elastic IP needed the key.
+	if err := scope.ReleaseCredentials(ctx, r.Client, r.Client, pc); err != nil {
+		return ctrl.Result{}, fmt.Errorf("releasing the credentials Secret: %w", err)
 	}
 	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
 	return ctrl.Result{}, nil

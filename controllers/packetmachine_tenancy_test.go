@@ -6,12 +6,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -65,6 +67,41 @@ var _ = Describe("PacketCluster deletion", func() {
 		Eventually(func() bool {
 			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: mc.ns, Name: mc.name}, &infrav1.PacketCluster{}))
 		}, eventually).Should(BeTrue())
+		Expect(endpointReservations(mc.ns, mc.name)).To(BeEmpty())
+	})
+})
+
+var _ = Describe("Deleting a cluster's credentials Secret with everything else, as a namespace deletion does", func() {
+	It("keeps the Secret until the machines deleted their devices and the cluster its elastic IP", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		key := client.ObjectKey{Namespace: mc.ns, Name: "cluster-key"}
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+			Data: map[string][]byte{"apiKey": []byte(packetsim.DefaultToken)}})).To(Succeed())
+		pc := getPacketCluster(mc.ns, mc.name)
+		orig := pc.DeepCopy()
+		pc.Spec.CredentialsRef = &infrav1.SecretReference{Name: key.Name}
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
+		secretFinalizers := func() []string {
+			s := &corev1.Secret{}
+			if err := k8sClient.Get(ctx, key, s); err != nil {
+				return nil
+			}
+			return s.Finalizers
+		}
+		Eventually(secretFinalizers, eventually).Should(ConsistOf(scope.CredentialsFinalizer(mc.name)))
+
+		pm := mc.createMachine("cp", machineOpts{controlPlane: true})
+		isProvisioned(pm)
+		dev := oneDevice(pm)
+
+		By("deleting the Secret, the PacketCluster and the PacketMachine at once")
+		Expect(k8sClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}})).To(Succeed())
+		Expect(k8sClient.Delete(ctx, getPacketCluster(mc.ns, mc.name))).To(Succeed())
+		deleteAndWait(pm)
+		_, exists := sim.Device(dev.ID)
+		Expect(exists).To(BeFalse(), "the machine deleted its device with the key of the deleted Secret")
+		Eventually(func() bool { return apierrorsIsNotFound(k8sClient.Get(ctx, key, &corev1.Secret{})) }, eventually).Should(BeTrue(),
+			"the PacketCluster lets the Secret go once it is done")
 		Expect(endpointReservations(mc.ns, mc.name)).To(BeEmpty())
 	})
 })

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -25,6 +26,9 @@ type Credentials struct {
 	APIKey string
 	// BGPPassword is the MD5 password for the project's BGP, empty when not set.
 	BGPPassword string
+
+	// secret is the metadata of the credentials Secret as read, for HoldCredentials.
+	secret *metav1.PartialObjectMetadata
 }
 
 // ClientProvider gives the Packet client for a set of credentials; *packet.Factory is one.
@@ -85,7 +89,8 @@ func ResolveCredentials(ctx context.Context, c client.Reader, pc *infrav1.Packet
 	if apiKey == "" {
 		return Credentials{}, &ErrCredentials{fmt.Errorf("credentials Secret %s has no %q key", key, APIKeySecretKey)}
 	}
-	return Credentials{Source: key.String(), APIKey: apiKey, BGPPassword: string(secret.Data[BGPPasswordSecretKey])}, nil
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: *secret.ObjectMeta.DeepCopy()}
+	return Credentials{Source: key.String(), APIKey: apiKey, BGPPassword: string(secret.Data[BGPPasswordSecretKey]), secret: meta}, nil
 }
 
 // Connect resolves the PacketCluster's credentials and returns the Packet client for them. Its

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
@@ -27,5 +29,21 @@ func TestTheDefaultKeyServesOnlyTheProjectsItIsGiven(t *testing.T) {
 	var credErr *scope.ErrCredentials
 	if !errors.As(err, &credErr) || !strings.Contains(err.Error(), "does not serve project "+theirs) || c.APIKey != "" {
 		t.Fatalf("an unlisted project got %+v, %v; want ErrCredentials naming it and no key", c, err)
+	}
+}
+
+func TestCredentialsFinalizersAreValidAndDistinctForEveryClusterName(t *testing.T) {
+	long := strings.Repeat("a", 250)
+	names := []string{"c1", strings.Repeat("b", 63), long + "x", long + "y"}
+	seen := map[string]bool{}
+	for _, name := range names {
+		f := scope.CredentialsFinalizer(name)
+		if errs := validation.IsQualifiedName(f); len(errs) > 0 {
+			t.Fatalf("finalizer %q for a PacketCluster named %d characters long is not a qualified name: %v", f, len(name), errs)
+		}
+		if seen[f] {
+			t.Fatalf("two PacketCluster names share the finalizer %q", f)
+		}
+		seen[f] = true
 	}
 }

@@ -1,0 +1,78 @@
+package scope
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+// Holding the credentials Secret. A PacketCluster's machines delete their devices, and the
+// cluster releases its elastic IP, with the key in its credentialsRef Secret. When a namespace is
+// deleted, Kubernetes deletes that Secret at once, with everything else, while the devices are
+// still there: without the key nothing could delete them, and the namespace would stay
+// Terminating with billed servers behind it. So each PacketCluster puts a finalizer of its own
+// on its Secret, and takes it off only when it has released everything. One finalizer per
+// PacketCluster, named after it, so that clusters sharing a Secret never wait on each other
+// and no count has to be kept.
+
+// credentialsFinalizerPrefix starts the finalizer a PacketCluster holds its Secret with.
+const credentialsFinalizerPrefix = "credentials.packetcluster.infrastructure.cluster.x-k8s.io/"
+
+// CredentialsFinalizer is the finalizer the PacketCluster named name puts on its credentials
+// Secret. A finalizer's name part has at most 63 characters, so longer names are shortened
+// with a hash.
+func CredentialsFinalizer(name string) string {
+	if len(name) <= 63 {
+		return credentialsFinalizerPrefix + name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return credentialsFinalizerPrefix + name[:46] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// HoldCredentials puts the PacketCluster's finalizer on its credentials Secret, if it has a
+// credentialsRef and the Secret lacks it. creds come from ResolveCredentials, which read the
+// Secret just now.
+func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketCluster, creds Credentials) error {
+	if pc.Spec.CredentialsRef == nil || creds.secret == nil || slices.Contains(creds.secret.Finalizers, CredentialsFinalizer(pc.Name)) {
+		return nil
+	}
+	return patchSecretFinalizers(ctx, c, creds.secret, append(slices.Clone(creds.secret.Finalizers), CredentialsFinalizer(pc.Name)))
+}
+
+// ReleaseCredentials takes the PacketCluster's finalizer off its credentials Secret, once the
+// cluster has released everything it made.
+func ReleaseCredentials(ctx context.Context, c client.Client, reader client.Reader, pc *infrav1.PacketCluster) error {
+	if pc.Spec.CredentialsRef == nil {
+		return nil
+	}
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: pc.Namespace, Name: pc.Spec.CredentialsRef.Name}, secret); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	held := CredentialsFinalizer(pc.Name)
+	if !slices.Contains(secret.Finalizers, held) {
+		return nil
+	}
+	return patchSecretFinalizers(ctx, c, secret, slices.DeleteFunc(slices.Clone(secret.Finalizers), func(f string) bool { return f == held }))
+}
+
+// patchSecretFinalizers writes the Secret's finalizers, failing with a conflict if the Secret
+// changed since it was read, so that another writer's finalizer is never dropped.
+func patchSecretFinalizers(ctx context.Context, c client.Client, secret *metav1.PartialObjectMetadata, finalizers []string) error {
+	base := secret.DeepCopy()
+	secret.Finalizers = finalizers
+	err := c.Patch(ctx, secret, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,49 @@
+package e2e
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
+)
+
+var _ = Describe("Namespace deletion", func() {
+	It("deletes every device, elastic IP and SSH key of a running cluster with its own credentials, then the namespace goes", func(ctx SpecContext) {
+		ns := testNamespace(ctx, "ns-deletion")
+		const name = "doomed"
+
+		By("a cluster whose PacketCluster reads its key from a Secret in the namespace (credentialsRef)")
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials"},
+			Data: map[string][]byte{scope.APIKeySecretKey: []byte(sandbox.SimToken)}}
+		Expect(k8s.Create(ctx, secret)).To(Succeed())
+		objs, err := sandbox.DecodeYAML(generateCluster(ctx, ns, name, "", "--control-plane-machine-count", "1", "--worker-machine-count", "1"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			if o.GetKind() == "PacketCluster" {
+				Expect(unstructured.SetNestedField(o.Object, secret.Name, "spec", "credentialsRef", "name")).To(Succeed())
+			}
+			o.SetNamespace(ns)
+			Eventually(func() error { return sb.Apply(ctx, o) }).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(),
+				"applying %s %s", o.GetKind(), o.GetName())
+		}
+		waitClusterAvailable(ctx, ns, name, 1, 1, 4*time.Minute)
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		Expect(secret.Finalizers).To(ContainElement(scope.CredentialsFinalizer(name)),
+			"the PacketCluster holds the Secret its machines will delete their devices with")
+		Eventually(func(g Gomega) { g.Expect(devicesOf(ctx, g, ns)).To(HaveLen(2)) }).WithContext(ctx).Should(Succeed())
+
+		By("deleting the namespace, as a team leaving the management cluster does")
+		start := time.Now()
+		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(sb.WaitNamespaceDeleted(ctx, ns, 5*time.Minute)).To(Succeed())
+		GinkgoWriter.Printf("namespace deletion: %s\n", time.Since(start).Round(time.Second))
+		Expect(checkLeaks(ctx, ns)).To(Succeed(), "nothing of the namespace's cluster is left at Packet")
+	})
+})

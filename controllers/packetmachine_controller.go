@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -107,6 +108,10 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	machine, err := util.GetOwnerMachine(ctx, r.Client, pm.ObjectMeta)
+	if apierrors.IsNotFound(err) && !pm.DeletionTimestamp.IsZero() {
+		log.Info("The PacketMachine's Machine is gone; deleting its device all the same")
+		machine, err = standInMachine(pm), nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -120,6 +125,10 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	log = log.WithValues("Machine", klog.KObj(machine))
 	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if apierrors.IsNotFound(err) && !pm.DeletionTimestamp.IsZero() && standInCluster(machine) != nil {
+		log.Info("The PacketMachine's Cluster is gone; deleting its device all the same")
+		cluster, err = standInCluster(machine), nil
+	}
 	if err != nil {
 		log.Info("Waiting for the Machine's cluster", "reason", err.Error())
 		return ctrl.Result{}, nil
@@ -135,14 +144,18 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if isPaused, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pm); err != nil || isPaused {
 		return ctrl.Result{}, err
 	}
-	if !cluster.Spec.InfrastructureRef.IsDefined() {
+	pcName, err := r.packetClusterOf(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pcName == "" {
 		log.Info("Waiting for the Cluster to reference its PacketCluster")
 		return ctrl.Result{}, nil
 	}
 	pc := &infrav1.PacketCluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, pc); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: pcName}, pc); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			log.Info("Waiting for the PacketCluster", "PacketCluster", cluster.Spec.InfrastructureRef.Name)
+			log.Info("Waiting for the PacketCluster", "PacketCluster", pcName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,6 +104,31 @@ var _ = Describe("Deleting a cluster's credentials Secret with everything else, 
 		Eventually(func() bool { return apierrorsIsNotFound(k8sClient.Get(ctx, key, &corev1.Secret{})) }, eventually).Should(BeTrue(),
 			"the PacketCluster lets the Secret go once it is done")
 		Expect(endpointReservations(mc.ns, mc.name)).To(BeEmpty())
+	})
+})
+
+var _ = Describe("Deleting a PacketMachine that outlived its owners", func() {
+	It("deletes the device when the Machine is gone, and when the Cluster is gone too", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pmA, pmB := mc.createMachine("orphan-a", machineOpts{}), mc.createMachine("orphan-b", machineOpts{})
+		isProvisioned(pmA)
+		isProvisioned(pmB)
+		devA, devB := oneDevice(pmA), oneDevice(pmB)
+
+		By("the Machine is gone (its finalizer removed by hand); the garbage collector deletes the PacketMachine")
+		Expect(k8sClient.Delete(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "orphan-a"}})).To(Succeed())
+		deleteAndWait(pmA)
+		_, exists := sim.Device(devA.ID)
+		Expect(exists).To(BeFalse(), "the device of a PacketMachine without its Machine is deleted")
+
+		By("the Machine and the Cluster are gone; the PacketCluster, which waits for its machines, is still there")
+		Expect(k8sClient.Delete(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "orphan-b"}})).To(Succeed())
+		Expect(k8sClient.Delete(ctx, mc.cluster)).To(Succeed())
+		Eventually(func() bool { return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc.cluster), &clusterv1.Cluster{})) },
+			eventually).Should(BeTrue())
+		deleteAndWait(pmB)
+		_, exists = sim.Device(devB.ID)
+		Expect(exists).To(BeFalse(), "the device of a PacketMachine without its Machine and Cluster is deleted")
 	})
 })
 

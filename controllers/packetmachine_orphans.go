@@ -1,0 +1,62 @@
+package controllers
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+// Orphans. A PacketMachine being deleted may have outlived its Machine or its Cluster: a
+// finalizer removed by hand, or a Machine deleted with its finalizer stripped, after which the
+// garbage collector deletes the PacketMachine it owned. Its device still runs, and is billed.
+// Deleting it needs only the machine's identity (its own UID, the cluster's name, its role),
+// which the PacketMachine carries, and the cluster's project and key, which the PacketCluster
+// has: it waits for its PacketMachines before it goes. So the missing owners are stood in for,
+// for deletion only.
+
+// standInMachine is the Machine a deleted PacketMachine had, as far as deleting its device needs:
+// the owner's name, and the PacketMachine's labels (cluster name, control-plane role).
+func standInMachine(pm *infrav1.PacketMachine) *clusterv1.Machine {
+	name := pm.Name
+	for _, ref := range pm.OwnerReferences {
+		if ref.Kind == "Machine" {
+			name = ref.Name
+		}
+	}
+	return &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: pm.Namespace, Name: name, Labels: pm.Labels}}
+}
+
+// standInCluster is the Cluster of a machine whose Cluster is gone; "" when the machine does not
+// name one.
+func standInCluster(m *clusterv1.Machine) *clusterv1.Cluster {
+	name := m.Labels[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return nil
+	}
+	return &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: name}}
+}
+
+// packetClusterOf returns the name of the cluster's PacketCluster: the one its infrastructure
+// reference names or, for a stand-in Cluster, the one the Cluster owned.
+func (r *PacketMachineReconciler) packetClusterOf(ctx context.Context, cluster *clusterv1.Cluster) (string, error) {
+	if cluster.Spec.InfrastructureRef.IsDefined() {
+		return cluster.Spec.InfrastructureRef.Name, nil
+	}
+	if cluster.UID != "" {
+		return "", nil // a real Cluster that does not reference one yet
+	}
+	list := &infrav1.PacketClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(cluster.Namespace)); err != nil {
+		return "", err
+	}
+	for _, pc := range list.Items {
+		if clusterNameOf(&pc) == cluster.Name {
+			return pc.Name, nil
+		}
+	}
+	return "", nil
+}

@@ -60,6 +60,11 @@ type PacketClusterReconciler struct {
 	// PendingIPRetry is how often a reservation awaiting Packet's approval is checked; 0 means
 	// the service's default (30s).
 	PendingIPRetry time.Duration
+	// IPConfirmWindow is how long an elastic IP reservation whose answer was lost may take to
+	// show in Packet's lists before another is asked for; 0 means 2m.
+	IPConfirmWindow time.Duration
+	// Now is the clock of that window; nil means time.Now.
+	Now func() time.Time
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -163,6 +168,12 @@ func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.
 	eip := elasticip.NewService(s)
 	if r.PendingIPRetry > 0 {
 		eip.PendingRetry = r.PendingIPRetry
+	}
+	if r.IPConfirmWindow > 0 {
+		eip.ConfirmWindow = r.IPConfirmWindow
+	}
+	if r.Now != nil {
+		eip.Now = r.Now
 	}
 	if res, err := eip.Reconcile(ctx); err != nil || !res.IsZero() ||
 		!conditions.IsTrue(pc, infrav1.ControlPlaneEndpointReadyCondition) {

@@ -16,6 +16,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -26,6 +27,9 @@ func init() {
 			Packet:         factory,
 			DefaultAPIKey:  packetsim.DefaultToken,
 			PendingIPRetry: 200 * time.Millisecond,
+			// Virtual time, like the machines' confirm window: tests advance the clock past it.
+			IPConfirmWindow: testConfirmWindow,
+			Now:             simClock.Now,
 		}).SetupWithManager(c, mgr, testOptions)
 	})
 }
@@ -230,6 +234,38 @@ var _ = Describe("PacketCluster reconciler", func() {
 		Entry("Delete releases the IP", infrav1.ElasticIPReclaimDelete, 0),
 		Entry("Retain keeps the IP", infrav1.ElasticIPReclaimRetain, 1),
 	)
+
+	It("reserves once when the answer is lost and lists are slow, and releases every duplicate on deletion", func() {
+		ns := newNamespace()
+		DeferCleanup(sim.ClearFaults)
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultCommitThenFail, Route: "POST /projects/{id}/ips", Count: 1, Status: 502, Body: "html"})
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultListLag, Route: "POST /projects/{id}/ips", Count: 1, Duration: 20 * time.Second})
+		createCluster(ns, "lost", infrav1.PacketClusterSpec{Metro: "sv"})
+		Eventually(conditionOf(ns, "lost", infrav1.ControlPlaneEndpointReadyCondition), eventually).Should(And(
+			haveReason(infrav1.WaitingForIPReservationReason), HaveField("Message", ContainSubstring("may exist anyway"))))
+		Consistently(func() int { return len(endpointReservations(ns, "lost")) }, 1500*time.Millisecond, 100*time.Millisecond).Should(Equal(1),
+			"no second reservation while the first may still show up")
+
+		sim.Advance(21 * time.Second)
+		Eventually(provisioned(ns, "lost"), eventually).Should(Succeed())
+		ips := endpointReservations(ns, "lost")
+		Expect(ips).To(HaveLen(1))
+		Expect(getPacketCluster(ns, "lost").Spec.ControlPlaneEndpoint.Host).To(Equal(ips[0].Network))
+		Expect(getPacketCluster(ns, "lost").Annotations).NotTo(HaveKey(elasticip.ReserveStartedAnnotation))
+
+		By("a duplicate made anyway (another manager, an older version) is released with the cluster")
+		c, err := factory.ClientFor("duplicate-ip-test", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = c.ReserveIP(ctx, packet.ReserveIPRequest{ProjectID: simProject, Metro: "sv",
+			Tags: []string{infrav1.ControlPlaneEndpointTag(ns, "lost"), infrav1.ClusterTag(ns, "lost")}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(endpointReservations(ns, "lost")).To(HaveLen(2))
+		Expect(k8sClient.Delete(ctx, getPacketCluster(ns, "lost"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lost"}, &infrav1.PacketCluster{}))
+		}, eventually).Should(BeTrue())
+		Expect(endpointReservations(ns, "lost")).To(BeEmpty())
+	})
 
 	It("waits out a 429 for the server's Retry-After instead of retrying at once", func() {
 		ns := newNamespace()

@@ -61,6 +61,20 @@ func (s *ClusterScope) Namespace() string { return s.PacketCluster.Namespace }
 // ProjectID is the Packet project of the cluster.
 func (s *ClusterScope) ProjectID() string { return s.PacketCluster.Spec.ProjectID }
 
+// PatchNow writes the PacketCluster immediately, e.g. to record the intent to reserve an
+// elastic IP before the request is sent, and tracks later changes from there.
+func (s *ClusterScope) PatchNow(ctx context.Context) error {
+	if err := s.patchHelper.Patch(ctx, s.PacketCluster, patch.WithOwnedConditions{Conditions: ClusterConditions}); err != nil {
+		return err
+	}
+	helper, err := patch.NewHelper(s.PacketCluster, s.Client)
+	if err != nil {
+		return err
+	}
+	s.patchHelper = helper
+	return nil
+}
+
 // Close summarises the conditions into Ready and patches the PacketCluster.
 func (s *ClusterScope) Close(ctx context.Context) error {
 	if err := conditions.SetSummaryCondition(s.PacketCluster, s.PacketCluster, clusterv1.ReadyCondition,

@@ -102,6 +102,17 @@ func IsForbidden(err error) bool {
 	return errors.As(err, &e) && e.StatusCode == http.StatusForbidden
 }
 
+// Refused reports whether a failed create or reserve certainly created nothing: Packet refused
+// it (invalid, over quota, no capacity, rate limited, bad credentials, not found). After any
+// other error (a timeout, a 5xx, a cut-off answer) the object may exist anyway.
+func Refused(err error) bool {
+	switch KindOf(err) {
+	case KindInvalid, KindQuota, KindNotFound, KindCapacity, KindRateLimited, KindUnauthorized:
+		return true
+	}
+	return false
+}
+
 // RetryAfter returns how long a rate-limited caller should wait, 0 for other errors.
 func RetryAfter(err error) time.Duration {
 	var e *Error

@@ -3,6 +3,7 @@ package packet
 import (
 	"context"
 	"path"
+	"time"
 
 	"github.com/packethost/packngo"
 )
@@ -95,6 +96,9 @@ func toIPReservation(ip *packngo.IPAddressReservation) *IPReservation {
 		CIDR:    ip.CIDR,
 		State:   string(ip.State),
 		Tags:    ip.Tags,
+	}
+	if t, err := time.Parse(time.RFC3339, ip.Created); err == nil {
+		out.CreatedAt = t
 	}
 	if ip.Metro != nil {
 		out.Metro = ip.Metro.Code

@@ -86,6 +86,7 @@ type IPReservation struct {
 	Tags     []string
 	// AssignedDeviceIDs are the devices the address is assigned to.
 	AssignedDeviceIDs []string
+	CreatedAt         time.Time
 }
 
 // IP reservation states.

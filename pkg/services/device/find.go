@@ -238,7 +238,7 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 		}
 		lastErr = err
 		kind := packet.KindOf(err)
-		if !refused(kind) {
+		if !packet.Refused(err) {
 			// A timeout, a 5xx, a cut-off answer, a cancelled context: Packet may have created
 			// the device anyway. Never send a second create from here; the next reconcile looks
 			// the device up, and waits for slow lists.
@@ -286,15 +286,6 @@ func (s *Service) waitForUnansweredCreate(wait time.Duration) {
 	}
 	s.setCondition(metav1.ConditionFalse, reason, fmt.Sprintf("%s%s%s for it to show in Packet's lists before creating one",
 		cause, waitingForCreate, wait.Round(time.Second)))
-}
-
-// refused reports whether an error of this kind means Packet did not create the device.
-func refused(kind packet.ErrorKind) bool {
-	switch kind {
-	case packet.KindInvalid, packet.KindQuota, packet.KindNotFound, packet.KindCapacity, packet.KindRateLimited, packet.KindUnauthorized:
-		return true
-	}
-	return false
 }
 
 func locationOf(req *packet.CreateDeviceRequest) string {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,16 +19,27 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
 
+// ReserveStartedAnnotation holds when a reservation was asked for whose address is not the
+// endpoint yet. A reservation that committed at Packet but whose answer was lost (a timeout, a
+// 5xx, a manager killed) may show in lists late; while the annotation is recent, an empty lookup
+// does not mean "none", and nothing is reserved again.
+const ReserveStartedAnnotation = "packetcluster.infrastructure.cluster.x-k8s.io/ip-reserve-started"
+
 // Service manages the control-plane elastic IP of one cluster.
 type Service struct {
 	scope *scope.ClusterScope
 	// PendingRetry is how often a reservation awaiting approval is checked.
 	PendingRetry time.Duration
+	// ConfirmWindow is how long a reservation whose answer was lost may take to show in
+	// Packet's lists before another is asked for.
+	ConfirmWindow time.Duration
+	// Now is the clock of ReserveStartedAnnotation.
+	Now func() time.Time
 }
 
 // NewService returns the elastic IP service for a cluster.
 func NewService(s *scope.ClusterScope) *Service {
-	return &Service{scope: s, PendingRetry: 30 * time.Second}
+	return &Service{scope: s, PendingRetry: 30 * time.Second, ConfirmWindow: 2 * time.Minute, Now: time.Now}
 }
 
 // Reconcile makes spec.controlPlaneEndpoint point at the cluster's elastic IP, reserving one
@@ -59,12 +71,19 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	if ip == nil {
+		if wait := s.reserveInFlight(); wait > 0 {
+			scope.MarkAPIAvailable(pc)
+			s.set(metav1.ConditionFalse, infrav1.WaitingForIPReservationReason, fmt.Sprintf(
+				"An elastic IP reservation got no answer; it may exist anyway: waiting up to %s for it to show in Packet's lists before reserving another", wait.Round(time.Second)))
+			return ctrl.Result{RequeueAfter: min(wait, s.PendingRetry)}, nil
+		}
 		if ip, err = s.reserve(ctx); err != nil {
 			return s.reserveFailed(err)
 		}
 		record.Eventf(pc, "ElasticIPReserved", "Reserved elastic IP %s for the control-plane endpoint", displayAddress(ip))
 	}
 	scope.MarkAPIAvailable(pc)
+	delete(pc.Annotations, ReserveStartedAnnotation)
 	switch ip.State {
 	case packet.IPReservationStatePending:
 		s.set(metav1.ConditionFalse, infrav1.WaitingForIPReservationReason,
@@ -89,17 +108,18 @@ func (s *Service) Delete(ctx context.Context) (ctrl.Result, error) {
 	if pc.Spec.ElasticIPReclaimPolicy == infrav1.ElasticIPReclaimRetain || pc.Spec.VIPManager == infrav1.EMLBVIPManager {
 		return ctrl.Result{}, nil
 	}
-	ip, err := s.find(ctx)
+	// Every reservation tagged for the endpoint is this provider's: the one in use and any
+	// duplicate a lost answer left behind.
+	ips, err := s.findAll(ctx)
 	if err != nil {
 		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
 	}
-	if ip == nil || (pc.Spec.ControlPlaneEndpoint.Host != "" && ip.Address != "" && ip.Address != pc.Spec.ControlPlaneEndpoint.Host) {
-		return ctrl.Result{}, nil // nothing of ours, or the endpoint is the user's
+	for i := range ips {
+		if err := s.scope.Packet.ReleaseIP(ctx, ips[i].ID); err != nil && !packet.IsNotFound(err) {
+			return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+		}
+		record.Eventf(pc, "ElasticIPReleased", "Released elastic IP %s", displayAddress(&ips[i]))
 	}
-	if err := s.scope.Packet.ReleaseIP(ctx, ip.ID); err != nil {
-		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
-	}
-	record.Eventf(pc, "ElasticIPReleased", "Released elastic IP %s", displayAddress(ip))
 	return ctrl.Result{}, nil
 }
 
@@ -112,15 +132,51 @@ func (s *Service) endpointIsOurs() bool {
 }
 
 // find returns the cluster's reservation, tagged by this provider with the cluster's namespace
-// and name, or nil.
+// and name, or nil. Should there be more than one (a reservation committed whose answer was
+// lost), the endpoint's own is kept, else the oldest, and the user told; Delete releases all.
 func (s *Service) find(ctx context.Context) (*packet.IPReservation, error) {
-	pc := s.scope.PacketCluster
-	ips, err := s.scope.Packet.FindIPReservationsByTags(ctx, pc.Spec.ProjectID,
-		infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name))
+	ips, err := s.findAll(ctx)
 	if err != nil || len(ips) == 0 {
 		return nil, err
 	}
+	host := s.scope.PacketCluster.Spec.ControlPlaneEndpoint.Host
+	slices.SortStableFunc(ips, func(a, b packet.IPReservation) int {
+		if am, bm := a.Address == host, b.Address == host; am != bm {
+			if am {
+				return -1
+			}
+			return 1
+		}
+		return a.CreatedAt.Compare(b.CreatedAt)
+	})
+	if len(ips) > 1 {
+		ids := make([]string, 0, len(ips))
+		for _, ip := range ips {
+			ids = append(ids, ip.ID)
+		}
+		record.Warnf(s.scope.PacketCluster, "DuplicateIPReservations",
+			"Packet has %d elastic IP reservations tagged for this cluster's endpoint (%v); using %s. The others are released with the cluster", len(ips), ids, ips[0].ID)
+	}
 	return &ips[0], nil
+}
+
+func (s *Service) findAll(ctx context.Context) ([]packet.IPReservation, error) {
+	pc := s.scope.PacketCluster
+	return s.scope.Packet.FindIPReservationsByTags(ctx, pc.Spec.ProjectID,
+		infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name))
+}
+
+// reserveInFlight returns how much longer a reservation whose answer was lost may take to show.
+func (s *Service) reserveInFlight() time.Duration {
+	v, ok := s.scope.PacketCluster.Annotations[ReserveStartedAnnotation]
+	if !ok {
+		return 0
+	}
+	started, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0
+	}
+	return max(0, started.Add(s.ConfirmWindow).Sub(s.Now()))
 }
 
 // adoptLegacy takes over the previous Packet provider's reservation of a migrated cluster: one
@@ -167,7 +223,20 @@ func (s *Service) reserve(ctx context.Context) (*packet.IPReservation, error) {
 	} else {
 		req.Facility = pc.Spec.Facility
 	}
-	return s.scope.Packet.ReserveIP(ctx, req)
+	// Written before the request, so that a lost answer is never followed by a second
+	// reservation (see ReserveStartedAnnotation).
+	if pc.Annotations == nil {
+		pc.Annotations = map[string]string{}
+	}
+	pc.Annotations[ReserveStartedAnnotation] = s.Now().UTC().Format(time.RFC3339Nano)
+	if err := s.scope.PatchNow(ctx); err != nil {
+		return nil, err
+	}
+	ip, err := s.scope.Packet.ReserveIP(ctx, req)
+	if err != nil && packet.Refused(err) {
+		delete(pc.Annotations, ReserveStartedAnnotation) // nothing was reserved
+	}
+	return ip, err
 }
 
 // reserveFailed reports a refused reservation; over quota gets its own reason.

@@ -124,7 +124,9 @@ var _ = Describe("Deleting a PacketMachine that outlived its owners", func() {
 		By("the Machine and the Cluster are gone; the PacketCluster, which waits for its machines, is still there")
 		Expect(k8sClient.Delete(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "orphan-b"}})).To(Succeed())
 		Expect(k8sClient.Delete(ctx, mc.cluster)).To(Succeed())
-		Eventually(func() bool { return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc.cluster), &clusterv1.Cluster{})) },
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(mc.cluster), &clusterv1.Cluster{}))
+		},
 			eventually).Should(BeTrue())
 		deleteAndWait(pmB)
 		_, exists = sim.Device(devB.ID)

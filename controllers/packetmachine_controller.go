@@ -144,20 +144,8 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if isPaused, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pm); err != nil || isPaused {
 		return ctrl.Result{}, err
 	}
-	pcName, err := r.packetClusterOf(ctx, cluster)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if pcName == "" {
-		log.Info("Waiting for the Cluster to reference its PacketCluster")
-		return ctrl.Result{}, nil
-	}
-	pc := &infrav1.PacketCluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: pcName}, pc); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			log.Info("Waiting for the PacketCluster", "PacketCluster", pcName)
-			return ctrl.Result{}, nil
-		}
+	pc, err := r.packetClusterFor(ctx, pm, cluster)
+	if err != nil || pc == nil {
 		return ctrl.Result{}, err
 	}
 

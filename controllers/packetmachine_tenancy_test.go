@@ -15,6 +15,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -108,12 +109,14 @@ var _ = Describe("Deleting a cluster's credentials Secret with everything else, 
 })
 
 var _ = Describe("Deleting a PacketMachine that outlived its owners", func() {
-	It("deletes the device when the Machine is gone, and when the Cluster is gone too", func() {
+	It("deletes the device when the Machine is gone, when the Cluster is gone too, and even without the PacketCluster", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
-		pmA, pmB := mc.createMachine("orphan-a", machineOpts{}), mc.createMachine("orphan-b", machineOpts{})
+		pmA, pmB, pmC := mc.createMachine("orphan-a", machineOpts{}), mc.createMachine("orphan-b", machineOpts{}), mc.createMachine("orphan-c", machineOpts{})
 		isProvisioned(pmA)
 		isProvisioned(pmB)
-		devA, devB := oneDevice(pmA), oneDevice(pmB)
+		isProvisioned(pmC)
+		devA, devB, devC := oneDevice(pmA), oneDevice(pmB), oneDevice(pmC)
+		Expect(getPM(pmC).Annotations).To(HaveKeyWithValue(device.ProjectAnnotation, simProject))
 
 		By("the Machine is gone (its finalizer removed by hand); the garbage collector deletes the PacketMachine")
 		Expect(k8sClient.Delete(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "orphan-a"}})).To(Succeed())
@@ -131,6 +134,21 @@ var _ = Describe("Deleting a PacketMachine that outlived its owners", func() {
 		deleteAndWait(pmB)
 		_, exists = sim.Device(devB.ID)
 		Expect(exists).To(BeFalse(), "the device of a PacketMachine without its Machine and Cluster is deleted")
+
+		By("the PacketCluster is gone too (its finalizer removed by hand): the project the machine recorded is used")
+		pc := getPacketCluster(mc.ns, mc.name)
+		orig := pc.DeepCopy()
+		pc.Finalizers = nil
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
+		Expect(k8sClient.Delete(ctx, pc)).To(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pc), &infrav1.PacketCluster{}))
+		},
+			eventually).Should(BeTrue())
+		Expect(k8sClient.Delete(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "orphan-c"}})).To(Succeed())
+		deleteAndWait(pmC)
+		_, exists = sim.Device(devC.ID)
+		Expect(exists).To(BeFalse(), "the device of a PacketMachine without any of its owners is deleted")
 	})
 })
 

@@ -153,44 +153,36 @@ func TestDeviceStatusFallsBackToGetWhenTheListFails(t *testing.T) {
 }
 
 func TestConcurrentPollsShareOneRefresh(t *testing.T) {
-	ctx := context.Background()
 	sim, c := newSnapshotSim(t, time.Hour)
 	devices := createDevices(t, c, 4)
 	before := sim.Counters()
-	var wg sync.WaitGroup
-	errs := make(chan error, 40)
-	for i := range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.DeviceStatus(ctx, project, devices[i%len(devices)].ID); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	pollAtOnce(t, c, devices, 40)
 	if got, want := calls(sim, before), map[string]int{listRoute: 3}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("requests = %v, want %v (one list: two full pages and the empty one that ends it)", got, want)
 	}
 }
 
 func TestPollsWaitingForASlowListShareIt(t *testing.T) {
-	ctx := context.Background()
 	sim, c := newSnapshotSim(t, 50*time.Millisecond)
 	devices := createDevices(t, c, 4)
 	// The list takes longer than the snapshot may be old: those who waited for it must still
 	// take its answer rather than list again in turn.
 	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultLatency, Route: listRoute, Count: 1, Latency: 300 * time.Millisecond})
 	before := sim.Counters()
+	pollAtOnce(t, c, devices, 10)
+	if got, want := calls(sim, before), map[string]int{listRoute: 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v (one list, shared by every poll that waited for it)", got, want)
+	}
+}
+
+// pollAtOnce asks DeviceStatus n times at once, going round the devices.
+func pollAtOnce(t *testing.T, c packet.Client, devices []*packet.Device, n int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 10)
-	for i := range 10 {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Go(func() {
-			if _, err := c.DeviceStatus(ctx, project, devices[i%len(devices)].ID); err != nil {
+			if _, err := c.DeviceStatus(context.Background(), project, devices[i%len(devices)].ID); err != nil {
 				errs <- err
 			}
 		})
@@ -199,9 +191,6 @@ func TestPollsWaitingForASlowListShareIt(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
-	}
-	if got, want := calls(sim, before), map[string]int{listRoute: 3}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("requests = %v, want %v (one list, shared by every poll that waited for it)", got, want)
 	}
 }
 

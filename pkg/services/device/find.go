@@ -219,6 +219,7 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 	// Written before the request: if its answer is lost, or the manager dies before reading it,
 	// the next reconcile knows a device may exist that lists do not show yet.
 	s.setAnnotationTime(CreateStartedAnnotation, s.opts.Now())
+	s.recordCluster()
 	if err := s.scope.PatchNow(ctx); err != nil {
 		return nil, ctrl.Result{}, err
 	}

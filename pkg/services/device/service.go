@@ -27,7 +27,39 @@ const (
 	CreateStartedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-started"
 	// DeleteRequestedAnnotation holds when the device's deletion was requested.
 	DeleteRequestedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-delete-requested"
+	// ProjectAnnotation and CredentialsAnnotation record, with the first create, the project
+	// the device is in and the credentials Secret (in the PacketMachine's namespace) it was
+	// created with, "" for the manager's key: what deleting it needs if the PacketCluster is
+	// gone first.
+	ProjectAnnotation     = "packetmachine.infrastructure.cluster.x-k8s.io/project"
+	CredentialsAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/credentials-secret"
 )
+
+// RecordedPacketCluster is a stand-in PacketCluster with the project and credentials Secret the
+// PacketMachine recorded, or nil when it recorded none.
+func RecordedPacketCluster(pm *infrav1.PacketMachine) *infrav1.PacketCluster {
+	project := pm.Annotations[ProjectAnnotation]
+	if project == "" {
+		return nil
+	}
+	pc := &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Namespace: pm.Namespace}}
+	pc.Spec.ProjectID = project
+	if secret := pm.Annotations[CredentialsAnnotation]; secret != "" {
+		pc.Spec.CredentialsRef = &infrav1.SecretReference{Name: secret}
+	}
+	return pc
+}
+
+// recordCluster writes the annotations RecordedPacketCluster reads.
+func (s *Service) recordCluster() {
+	pm, pc := s.scope.PacketMachine, s.scope.PacketCluster
+	pm.Annotations[ProjectAnnotation] = pc.Spec.ProjectID
+	if pc.Spec.CredentialsRef != nil {
+		pm.Annotations[CredentialsAnnotation] = pc.Spec.CredentialsRef.Name
+	} else {
+		delete(pm.Annotations, CredentialsAnnotation)
+	}
+}
 
 // Options tune the service; the zero value of each field means its default.
 type Options struct {

@@ -17,13 +17,15 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
-// soakFaults are the Packet API misbehaviours of the soak: 5% 429, 10% 5xx, 5% of creates
-// stored but answered with an error, lists 5 s behind, and 200–800 ms latency on every call.
+// soakFaults are the Packet API misbehaviours of the soak: 5% 429, 10% 5xx, 5% of device
+// creates and half the IP reservations stored but answered with an error, lists 5 s behind, and
+// 200–800 ms latency on every call.
 func soakFaults() []packetsim.Fault {
 	return []packetsim.Fault{
 		{Kind: packetsim.FaultRateLimit, Route: "*", Probability: 0.05, RetryAfter: 1},
 		{Kind: packetsim.FaultHTTPError, Route: "*", Probability: 0.10, Status: 503},
 		{Kind: packetsim.FaultCommitThenFail, Route: "POST /projects/{id}/devices", Probability: 0.05, Status: 500},
+		{Kind: packetsim.FaultCommitThenFail, Route: "POST /projects/{id}/ips", Probability: 0.5, Status: 502},
 		{Kind: packetsim.FaultListLag, Duration: 5 * time.Second},
 		{Kind: packetsim.FaultLatency, Route: "*", Latency: 200 * time.Millisecond, Jitter: 600 * time.Millisecond},
 	}
@@ -98,6 +100,10 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 			res.violations = append(res.violations, fmt.Sprintf("machine %s has %d devices", m.Name, got))
 			res.duplicates += max(got-1, 0)
 		}
+	}
+	if got := len(ipsTagged(h.sim, infrav1.ControlPlaneEndpointTag(w.namespace, w.cluster))); got != 1 {
+		res.violations = append(res.violations, fmt.Sprintf("the cluster has %d endpoint IP reservations", got))
+		res.duplicates += max(got-1, 0)
 	}
 	if got := len(devicesTagged(h.sim, infrav1.ClusterTag(w.namespace, w.cluster))); got != n {
 		res.violations = append(res.violations, fmt.Sprintf("%d devices for %d machines", got, n))

@@ -53,7 +53,10 @@ func (w *workload) create(ctx context.Context) error {
 	if err := w.c.Create(ctx, pc); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 2*time.Minute, "PacketCluster provisioned", func() (bool, error) {
+	// Under the soak's faults a reservation answered with a 5xx may exist anyway, and the
+	// PacketCluster waits out its confirm window (2m) before reserving again; API errors are
+	// retried a minute apart.
+	if err := waitFor(ctx, 6*time.Minute, "PacketCluster provisioned", func() (bool, error) {
 		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pc), pc); err != nil {
 			return false, err
 		}

@@ -44,6 +44,10 @@ import (
 // elastic IP or BGP session, and deletes the device with the Machine.
 type PacketMachineReconciler struct {
 	Client client.Client
+	// APIReader reads from the API server, not the cache: before a device is created, the
+	// PacketMachine it was decided from is checked to be the current one. Nil: the check is
+	// skipped.
+	APIReader client.Reader
 	// Packet gives the Packet client for a set of credentials.
 	Packet scope.ClientProvider
 	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
@@ -151,7 +155,7 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	s, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
-		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds})
+		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds, APIReader: r.APIReader})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -395,7 +395,7 @@ func startMachineManager(filter string, provider interface {
 		Client: ClientOptions()})
 	Expect(err).NotTo(HaveOccurred())
 	r := newTestMachineReconciler(filter)
-	r.Client, r.Packet = mgr.GetClient(), provider
+	r.Client, r.APIReader, r.Packet = mgr.GetClient(), mgr.GetAPIReader(), provider
 	mctx, cancel := context.WithCancel(ctx)
 	Expect(r.SetupWithManager(mctx, mgr, testOptions)).To(Succeed())
 	done = make(chan struct{})

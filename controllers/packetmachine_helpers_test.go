@@ -42,7 +42,7 @@ func init() {
 	suiteReconcilers = append(suiteReconcilers,
 		func(c context.Context, mgr ctrl.Manager) error {
 			r := newTestMachineReconciler(machineSuiteFilter)
-			r.Client = mgr.GetClient()
+			r.Client, r.APIReader = mgr.GetClient(), mgr.GetAPIReader()
 			return r.SetupWithManager(c, mgr, testOptions)
 		},
 		func(c context.Context, mgr ctrl.Manager) error {

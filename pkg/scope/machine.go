@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -33,6 +34,8 @@ type MachineScopeParams struct {
 	PacketMachine *infrav1.PacketMachine
 	Packet        packet.Client
 	Credentials   Credentials
+	// APIReader reads the PacketMachine from the API server for IsCurrent; nil skips that.
+	APIReader client.Reader
 }
 
 // MachineScope is one reconcile of a PacketMachine.
@@ -45,6 +48,7 @@ type MachineScope struct {
 	Packet        packet.Client
 	Credentials   Credentials
 
+	apiReader   client.Reader
 	patchHelper *patch.Helper
 }
 
@@ -58,7 +62,7 @@ func NewMachineScope(p MachineScopeParams) (*MachineScope, error) {
 		return nil, err
 	}
 	return &MachineScope{Client: p.Client, Cluster: p.Cluster, Machine: p.Machine, PacketCluster: p.PacketCluster,
-		PacketMachine: p.PacketMachine, Packet: p.Packet, Credentials: p.Credentials, patchHelper: helper}, nil
+		PacketMachine: p.PacketMachine, Packet: p.Packet, Credentials: p.Credentials, apiReader: p.APIReader, patchHelper: helper}, nil
 }
 
 // Name and Namespace are the PacketMachine's.
@@ -148,6 +152,23 @@ func (s *MachineScope) Close(ctx context.Context) error {
 	return s.patchHelper.Patch(ctx, s.PacketMachine, patch.WithOwnedConditions{Conditions: append([]string{
 		clusterv1.PausedCondition, clusterv1.ReadyCondition,
 	}, MachineConditions...)})
+}
+
+// IsCurrent reports whether the PacketMachine this reconcile works on is the API server's
+// current one. A reconcile starts from the informer cache, which may not have this process's
+// last writes yet: such a copy can lack the recorded device, the create in flight or Packet's
+// refusal, and look like a machine that still needs a device. resourceVersions are compared for
+// equality only, as Kubernetes allows.
+func (s *MachineScope) IsCurrent(ctx context.Context) (bool, error) {
+	if s.apiReader == nil {
+		return true, nil
+	}
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(infrav1.GroupVersion.WithKind("PacketMachine"))
+	if err := s.apiReader.Get(ctx, client.ObjectKeyFromObject(s.PacketMachine), live); err != nil {
+		return false, err
+	}
+	return live.ResourceVersion == s.PacketMachine.ResourceVersion, nil
 }
 
 // PatchNow writes the PacketMachine immediately, e.g. to record a new device's provider ID

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +94,10 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 		return dev, ctrl.Result{}, nil
 	}
 	if wait := s.createInFlight(); wait > 0 {
+		// What Packet answered the create is in the condition of the current copy only.
+		if current, err := s.scope.IsCurrent(ctx); err != nil || !current {
+			return nil, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, err
+		}
 		scope.MarkAPIAvailable(pm)
 		s.waitForUnansweredCreate(wait)
 		return nil, ctrl.Result{RequeueAfter: min(s.opts.PollMin, wait)}, nil
@@ -101,6 +106,11 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 		c.ObservedGeneration == pm.Generation {
 		// Packet refused this very spec; sending it again would be refused again.
 		return nil, ctrl.Result{}, nil
+	}
+	if wait := s.refusedFor(); wait > 0 {
+		// Any event (the bootstrap Secret, the Machine, the PacketCluster) reconciles the
+		// machine; a full project or an outbid spot market is still asked only at the retry.
+		return nil, ctrl.Result{RequeueAfter: wait}, nil
 	}
 	return s.create(ctx)
 }
@@ -166,6 +176,8 @@ func (s *Service) findByTags(ctx context.Context) (*packet.Device, error) {
 func (s *Service) record(ctx context.Context, dev *packet.Device) error {
 	s.scope.SetDeviceID(dev.ID)
 	s.removeAnnotation(CreateStartedAnnotation)
+	s.removeAnnotation(CreateRetryAnnotation)
+	s.removeAnnotation(CreateRetryGenerationAnnotation)
 	return s.scope.PatchNow(ctx)
 }
 
@@ -194,6 +206,12 @@ func (s *Service) createInFlight() time.Duration {
 // create sends the create request, trying each hardware reservation in turn.
 func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, error) {
 	pm := s.scope.PacketMachine
+	// Everything that led here was read from the cache. A copy older than this process's own
+	// writes (the device recorded, a create in flight, Packet's refusal of this spec) would
+	// send a second create; staleCopy catches that only for creates Packet accepted.
+	if current, err := s.scope.IsCurrent(ctx); err != nil || !current {
+		return nil, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, err
+	}
 	req, res, err := s.buildRequest(ctx)
 	if req == nil {
 		return nil, res, err
@@ -268,10 +286,32 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 		s.setCondition(metav1.ConditionFalse, infrav1.SpotBidRefusedReason, fmt.Sprintf(
 			"Packet refused the spot device (bid %g an hour): %s. Trying again in %s; raise spotPriceMax in the machine template for a better chance",
 			req.SpotPriceMax, apiMessage(lastErr), scope.SlowRetry))
+		s.refuseUntil(scope.SlowRetry)
 		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
 	}
 	res, err = scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, lastErr, 0)
+	if err == nil && res.RequeueAfter > 0 {
+		s.refuseUntil(res.RequeueAfter)
+	}
 	return nil, res, err
+}
+
+// refuseUntil holds further creates back for wait after Packet refused one, until the spec
+// changes (CreateRetryAnnotation).
+func (s *Service) refuseUntil(wait time.Duration) {
+	pm := s.scope.PacketMachine
+	s.setAnnotationTime(CreateRetryAnnotation, s.opts.Now().Add(wait))
+	pm.Annotations[CreateRetryGenerationAnnotation] = strconv.FormatInt(pm.Generation, 10)
+}
+
+// refusedFor returns how much longer creates are held back after a refusal of this spec.
+func (s *Service) refusedFor() time.Duration {
+	pm := s.scope.PacketMachine
+	until, ok := s.annotationTime(CreateRetryAnnotation)
+	if !ok || pm.Annotations[CreateRetryGenerationAnnotation] != strconv.FormatInt(pm.Generation, 10) {
+		return 0
+	}
+	return max(0, until.Sub(s.opts.Now()))
 }
 
 // waitingForCreate ends the DeviceReady message while an unanswered create may still show up.

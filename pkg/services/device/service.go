@@ -25,6 +25,11 @@ const (
 	// in spec.providerID yet. Lists may show a new device late, so while it is recent an empty
 	// lookup does not mean "no device".
 	CreateStartedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-started"
+	// CreateRetryAnnotation holds when a create Packet refused for a while (a full project, a
+	// spot bid below the market) may be sent again, for the generation of the spec in
+	// CreateRetryGenerationAnnotation; a changed spec is tried at once.
+	CreateRetryAnnotation           = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-retry-at"
+	CreateRetryGenerationAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-retry-generation"
 	// DeleteRequestedAnnotation holds when the device's deletion was requested.
 	DeleteRequestedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-delete-requested"
 	// ProjectAnnotation and CredentialsAnnotation record, with the first create, the project

@@ -33,6 +33,8 @@ type harness struct {
 	manager     *exec.Cmd
 	managerLogs []string
 	metricsAddr string
+	// controllerManager runs kube-controller-manager, when the options name one.
+	controllerManager *exec.Cmd
 	// usage is the resource usage of every manager process that has exited.
 	cpu     time.Duration
 	peakRSS int64
@@ -44,6 +46,9 @@ type harnessOptions struct {
 	apiKey       string
 	managerBin   string
 	workDir      string
+	// controllerManager, when set, is a kube-controller-manager binary run with its namespace
+	// and garbage-collector controllers, so that a namespace can be deleted.
+	controllerManager string
 }
 
 func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOptions) (*harness, error) {
@@ -72,7 +77,32 @@ func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOpti
 	if err := os.WriteFile(h.kubeconfig, env.KubeConfig, 0o600); err != nil {
 		return nil, err
 	}
+	if o.controllerManager != "" {
+		if err := h.startControllerManager(ctx, o.controllerManager); err != nil {
+			return nil, err
+		}
+	}
 	return h, h.startManager(ctx)
+}
+
+// startControllerManager runs kube-controller-manager's namespace and garbage-collector
+// controllers against the envtest kube-apiserver (which has none), with no serving port.
+func (h *harness) startControllerManager(ctx context.Context, bin string) error {
+	logFile, err := os.Create(filepath.Join(h.workDir, "kube-controller-manager.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+h.kubeconfig, "--controllers=namespace,garbagecollector",
+		"--leader-elect=false", "--use-service-account-credentials=false", "--secure-port=0")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", bin, err)
+	}
+	h.controllerManager = cmd
+	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	return nil
 }
 
 // startManager starts (or restarts) the provider's manager against the simulator.
@@ -142,6 +172,9 @@ func (h *harness) stopManager(sig syscall.Signal) {
 
 func (h *harness) close() {
 	h.stopManager(syscall.SIGTERM)
+	if h.controllerManager != nil && h.controllerManager.Process != nil {
+		_ = h.controllerManager.Process.Signal(syscall.SIGTERM)
+	}
 	h.simServer.Close()
 	_ = h.sim.Close()
 }

@@ -44,19 +44,21 @@ func main() {
 	workDir := fs.String("work-dir", "", "where logs and the kubeconfig go (default: a new temp folder)")
 	secrets := fs.Int("secrets", 5000, "secrets: how many unrelated Secrets to create")
 	secretSize := fs.Int("secret-size", 100<<10, "secrets: the size of each, in bytes")
+	controllerManager := fs.String("kube-controller-manager", "", "soak: a kube-controller-manager binary; with it, a second cluster's namespace is deleted mid-chaos")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := run(ctx, mode, *machines, *provisioning, *rate, *chaos, *managerBin, *workDir, secretsFlags{count: *secrets, size: *secretSize}); err != nil {
+	if err := run(ctx, mode, *machines, *provisioning, *rate, *chaos, *managerBin, *workDir,
+		secretsFlags{count: *secrets, size: *secretSize}, *controllerManager); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
 func run(ctx context.Context, mode, machines string, provisioning time.Duration, rate float64, chaos time.Duration, managerBin, workDir string,
-	secretsOpts secretsFlags) error {
+	secretsOpts secretsFlags, controllerManager string) error {
 	if workDir == "" {
 		var err error
 		if workDir, err = os.MkdirTemp("", "capp-"+mode+"-"); err != nil {
@@ -98,7 +100,7 @@ func run(ctx context.Context, mode, machines string, provisioning time.Duration,
 		return nil
 	}
 	if mode == "soak" {
-		opts.workDir = workDir
+		opts.workDir, opts.controllerManager = workDir, controllerManager
 		h, err := newHarness(ctx, env, opts)
 		if err != nil {
 			return err

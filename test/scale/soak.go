@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,7 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
@@ -34,6 +39,8 @@ func soakFaults() []packetsim.Fault {
 type soakResult struct {
 	kills, faultResponses, duplicates int
 	leaks, violations                 []string
+	// namespaceDeletion is how long the second cluster's namespace took to go, 0 without it.
+	namespaceDeletion time.Duration
 }
 
 // runSoak provisions n machines while the Packet API misbehaves and the manager is killed with
@@ -48,12 +55,25 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 	}
 	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("soak-%d", time.Now().Unix()), cluster: "soak", n: n,
 		sshKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY soak@example.com"}
-	if err := w.create(ctx); err != nil {
+	// With a namespace controller, a second cluster (its own credentials Secret) has its
+	// namespace deleted halfway through the chaos, as a team leaving would.
+	var doomed *doomedWorkload
+	if h.controllerManager != nil {
+		doomed = &doomedWorkload{workload: workload{c: h.env.Client, namespace: w.namespace + "-doomed", cluster: "doomed", n: 3, apiKey: h.apiKey},
+			gone: make(chan time.Duration, 1)}
+	}
+	if err := createAll(ctx, w, doomed.get()); err != nil {
 		return nil, err
 	}
 
 	chaosEnd := time.Now().Add(chaosFor)
+	doomAt := time.Now().Add(chaosFor / 2)
 	for time.Now().Before(chaosEnd) {
+		if time.Now().After(doomAt) {
+			if err := doomed.deleteNamespace(ctx); err != nil {
+				return nil, err
+			}
+		}
 		wait := 15*time.Second + rand.N(15*time.Second)
 		select {
 		case <-ctx.Done():
@@ -68,6 +88,9 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 		if err := h.startManager(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := doomed.deleteNamespace(ctx); err != nil { // a chaos too short to reach doomAt
+		return nil, err
 	}
 	h.sim.ClearFaults()
 	for _, r := range h.sim.Requests() {
@@ -126,8 +149,95 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 	if got := len(h.sim.SSHKeys(packetsim.DefaultProjectID)); got > keysBefore {
 		res.leaks = append(res.leaks, fmt.Sprintf("%d SSH keys", got-keysBefore))
 	}
+	if doomed != nil {
+		res.leaks = append(res.leaks, checkDoomed(ctx, h, doomed, res)...)
+	}
 	res.violations = append(res.violations, scanLogs(h.managerLogs, h.apiKey)...)
 	return res, nil
+}
+
+// createAll creates the workloads side by side: each waits for its PacketCluster.
+func createAll(ctx context.Context, workloads ...*workload) error {
+	errs := make(chan error, len(workloads))
+	for _, w := range workloads {
+		go func() {
+			if w == nil {
+				errs <- nil
+				return
+			}
+			errs <- w.create(ctx)
+		}()
+	}
+	var err error
+	for range workloads {
+		err = errors.Join(err, <-errs)
+	}
+	return err
+}
+
+// doomedWorkload is a workload whose namespace is deleted during the soak.
+type doomedWorkload struct {
+	workload
+	deleted bool
+	gone    chan time.Duration
+}
+
+func (d *doomedWorkload) get() *workload {
+	if d == nil {
+		return nil
+	}
+	return &d.workload
+}
+
+// deleteNamespace deletes the namespace, once, and times its deletion. Nothing without a
+// doomed workload.
+func (d *doomedWorkload) deleteNamespace(ctx context.Context) error {
+	if d == nil || d.deleted {
+		return nil
+	}
+	if err := d.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace}}); err != nil {
+		return err
+	}
+	d.deleted = true
+	go d.timeNamespaceDeletion(ctx)
+	return nil
+}
+
+// timeNamespaceDeletion reports on gone how long the namespace takes to go from now, or -1
+// if it is still there after 10 minutes.
+func (d *doomedWorkload) timeNamespaceDeletion(ctx context.Context) {
+	start := time.Now()
+	err := waitFor(ctx, 10*time.Minute, "namespace "+d.namespace+" deleted", func() (bool, error) {
+		err := d.c.Get(ctx, client.ObjectKey{Name: d.namespace}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		d.gone <- -1
+		return
+	}
+	d.gone <- time.Since(start)
+}
+
+// checkDoomed waits for the deleted namespace to be gone and returns what it left at Packet.
+func checkDoomed(ctx context.Context, h *harness, doomed *doomedWorkload, res *soakResult) []string {
+	select {
+	case took := <-doomed.gone:
+		if took < 0 {
+			res.violations = append(res.violations, "namespace "+doomed.namespace+" is still there 10m after its deletion")
+		}
+		res.namespaceDeletion = took
+	case <-ctx.Done():
+		return nil
+	}
+	var leaks []string
+	tag := infrav1.ClusterTag(doomed.namespace, doomed.cluster)
+	if d := devicesTagged(h.sim, tag); len(d) > 0 {
+		leaks = append(leaks, fmt.Sprintf("%d devices of the deleted namespace", len(d)))
+	}
+	if ips := ipsTagged(h.sim, tag); len(ips) > 0 {
+		leaks = append(leaks, fmt.Sprintf("%d IP reservations of the deleted namespace", len(ips)))
+	}
+	return leaks
 }
 
 func devicesTagged(sim *packetsim.Server, tag string) []packetsim.Device {
@@ -177,6 +287,9 @@ func (r *soakResult) print(w io.Writer, n int, chaosFor time.Duration) {
 	fmt.Fprintf(w, "  faulty API responses:      %d (429 and 5xx)\n", r.faultResponses)
 	fmt.Fprintf(w, "  duplicate devices found:   %d\n", r.duplicates)
 	fmt.Fprintf(w, "  leaks after deletion:      %d %v\n", len(r.leaks), r.leaks)
+	if r.namespaceDeletion > 0 {
+		fmt.Fprintf(w, "  namespace deleted mid-chaos (3 machines, own credentials): gone in %s\n", r.namespaceDeletion.Round(time.Second))
+	}
 	fmt.Fprintf(w, "  violations:                %d\n", len(r.violations))
 	for _, v := range r.violations {
 		fmt.Fprintf(w, "    - %s\n", v)

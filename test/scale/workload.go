@@ -29,6 +29,9 @@ type workload struct {
 	// sshKey, when set, is given to every other machine: machines created together then
 	// register one new project SSH key at the same time.
 	sshKey string
+	// apiKey, when set, is put in a credentials Secret the PacketCluster names, instead of the
+	// cluster using the manager's key.
+	apiKey string
 }
 
 func (w *workload) create(ctx context.Context) error {
@@ -49,6 +52,14 @@ func (w *workload) create(ctx context.Context) error {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
 				Name: cluster.Name, UID: cluster.UID}}},
 		Spec: infrav1.PacketClusterSpec{ProjectID: packetsim.DefaultProjectID, Metro: "sv"},
+	}
+	if w.apiKey != "" {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.cluster + "-packet", Namespace: w.namespace},
+			Data: map[string][]byte{"apiKey": []byte(w.apiKey)}}
+		if err := w.c.Create(ctx, secret); err != nil {
+			return err
+		}
+		pc.Spec.CredentialsRef = &infrav1.SecretReference{Name: secret.Name}
 	}
 	if err := w.c.Create(ctx, pc); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -95,8 +94,8 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 	}
 	if wait := s.createInFlight(); wait > 0 {
 		// What Packet answered the create is in the condition of the current copy only.
-		if current, err := s.scope.IsCurrent(ctx); err != nil || !current {
-			return nil, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, err
+		if stale, res, err := s.staleRead(ctx); stale {
+			return nil, res, err
 		}
 		scope.MarkAPIAvailable(pm)
 		s.waitForUnansweredCreate(wait)
@@ -177,7 +176,6 @@ func (s *Service) record(ctx context.Context, dev *packet.Device) error {
 	s.scope.SetDeviceID(dev.ID)
 	s.removeAnnotation(CreateStartedAnnotation)
 	s.removeAnnotation(CreateRetryAnnotation)
-	s.removeAnnotation(CreateRetryGenerationAnnotation)
 	return s.scope.PatchNow(ctx)
 }
 
@@ -192,6 +190,16 @@ func (s *Service) staleCopy() bool {
 	pm := s.scope.PacketMachine
 	_, annotated := pm.Annotations[CreateStartedAnnotation]
 	return !annotated && s.scope.DeviceID() == "" && s.opts.SentCreates.has(pm.UID)
+}
+
+// staleRead reports whether the PacketMachine this reconcile started from is not the API
+// server's current one (see scope.IsCurrent), and when to look again if so.
+func (s *Service) staleRead(ctx context.Context) (bool, ctrl.Result, error) {
+	current, err := s.scope.IsCurrent(ctx)
+	if err != nil || !current {
+		return true, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, err
+	}
+	return false, ctrl.Result{}, nil
 }
 
 // createInFlight returns how much longer an unanswered create may take to show in lists.
@@ -209,8 +217,8 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 	// Everything that led here was read from the cache. A copy older than this process's own
 	// writes (the device recorded, a create in flight, Packet's refusal of this spec) would
 	// send a second create; staleCopy catches that only for creates Packet accepted.
-	if current, err := s.scope.IsCurrent(ctx); err != nil || !current {
-		return nil, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, err
+	if stale, res, err := s.staleRead(ctx); stale {
+		return nil, res, err
 	}
 	req, res, err := s.buildRequest(ctx)
 	if req == nil {
@@ -299,16 +307,16 @@ func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, erro
 // refuseUntil holds further creates back for wait after Packet refused one, until the spec
 // changes (CreateRetryAnnotation).
 func (s *Service) refuseUntil(wait time.Duration) {
-	pm := s.scope.PacketMachine
 	s.setAnnotationTime(CreateRetryAnnotation, s.opts.Now().Add(wait))
-	pm.Annotations[CreateRetryGenerationAnnotation] = strconv.FormatInt(pm.Generation, 10)
 }
 
-// refusedFor returns how much longer creates are held back after a refusal of this spec.
+// refusedFor returns how much longer creates are held back after a refusal of this spec. The
+// refusal's DeviceReady condition carries the generation it was set at: a newer spec is tried
+// at once.
 func (s *Service) refusedFor() time.Duration {
 	pm := s.scope.PacketMachine
 	until, ok := s.annotationTime(CreateRetryAnnotation)
-	if !ok || pm.Annotations[CreateRetryGenerationAnnotation] != strconv.FormatInt(pm.Generation, 10) {
+	if c := conditions.Get(pm, infrav1.DeviceReadyCondition); !ok || c == nil || c.ObservedGeneration != pm.Generation {
 		return 0
 	}
 	return max(0, until.Sub(s.opts.Now()))

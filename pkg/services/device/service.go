@@ -26,10 +26,8 @@ const (
 	// lookup does not mean "no device".
 	CreateStartedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-started"
 	// CreateRetryAnnotation holds when a create Packet refused for a while (a full project, a
-	// spot bid below the market) may be sent again, for the generation of the spec in
-	// CreateRetryGenerationAnnotation; a changed spec is tried at once.
-	CreateRetryAnnotation           = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-retry-at"
-	CreateRetryGenerationAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-retry-generation"
+	// spot bid below the market) may be sent again; a changed spec is tried at once.
+	CreateRetryAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-retry-at"
 	// DeleteRequestedAnnotation holds when the device's deletion was requested.
 	DeleteRequestedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-delete-requested"
 	// ProjectAnnotation and CredentialsAnnotation record, with the first create, the project

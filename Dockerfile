@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
-# The manager image: a static Go binary (CGO off) on distroless, running as the non-root user.
-# `make docker-build` builds it; `--target packetsim` builds the Packet API simulator image the
-# Tilt development loop runs next to the manager (docs/tilt.md).
+# The manager image for machines with a Docker engine (`make docker-build`). It holds what
+# `make image` (hack/image/build.sh, buildah, no daemon) puts in it: the static binary, a CA
+# bundle and /etc/passwd and /etc/group naming the non-root user 65532, on scratch.
+# `--target packetsim` builds the Packet API simulator image for Cluster API's Tilt loop.
 
 ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS builder
@@ -21,16 +22,27 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/cache/go-bu
       -o /out/manager . && \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-s -w" \
       -o /out/packetsim ./test/infrastructure/packetsim/cmd
+RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/tmp && chmod 1777 /rootfs/tmp && \
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > /rootfs/etc/passwd && \
+    printf 'root:x:0:\nnonroot:x:65532:\n' > /rootfs/etc/group && \
+    cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/
 
-FROM gcr.io/distroless/static:nonroot AS packetsim
+FROM scratch AS packetsim
+COPY --from=builder /rootfs/ /
 COPY --from=builder /out/packetsim /packetsim
 USER 65532:65532
 ENTRYPOINT ["/packetsim"]
 
-FROM gcr.io/distroless/static:nonroot
-LABEL org.opencontainers.image.source="https://github.com/kubernetes-sigs/cluster-api-provider-packet" \
-      org.opencontainers.image.description="Cluster API infrastructure provider for Packet (Equinix Metal)"
-WORKDIR /
+FROM scratch
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="cluster-api-provider-packet" \
+      org.opencontainers.image.description="Cluster API infrastructure provider for Packet (Equinix Metal)" \
+      org.opencontainers.image.source="https://github.com/kubernetes-sigs/cluster-api-provider-packet" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+COPY --from=builder /rootfs/ /
 COPY --from=builder /out/manager /manager
 USER 65532:65532
 ENTRYPOINT ["/manager"]

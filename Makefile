@@ -111,7 +111,7 @@ test: envtest-bins $(CLUSTERCTL) ## Unit and envtest suites (real kube-apiserver
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: test-all
-test-all: test fuzz soak-ci test-e2e ## Run every test: make test, the fuzz corpora, the short chaos soak and the e2e suite (CI runs this).
+test-all: test fuzz test-image soak-ci test-e2e ## Run every test: make test, the fuzz corpora, the image, the short chaos soak and the e2e suite (CI runs this).
 
 .PHONY: bench
 bench: ## Run the Go benchmarks.
@@ -309,6 +309,12 @@ IMG ?= $(REGISTRY)/$(IMAGE_NAME):$(IMAGE_TAG)
 DEFAULT_IMAGE := quay.io/equinix-oss/cluster-api-provider-packet
 RELEASE_DIR ?= $(ROOT)/out/release
 CLUSTERCTL_REPO_DIR ?= $(ROOT)/out/clusterctl-repo
+# The binary in the image reports the tag it is published under.
+IMAGE_DIR ?= $(ROOT)/out/image
+IMAGE_ARCHIVE := $(IMAGE_DIR)/$(IMAGE_NAME)-$(IMAGE_TAG).oci.tar
+IMAGE_LDFLAGS := -s -w -X sigs.k8s.io/cluster-api-provider-packet/pkg/version.version=$(IMAGE_TAG)
+IMAGE_DESCRIPTION := Cluster API infrastructure provider for Packet (Equinix Metal)
+RELEASE_IMAGE_ARCHIVE := $(RELEASE_DIR)/$(notdir $(IMAGE_ARCHIVE))
 TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers
 
 # kustomize writes "${SPOT_PRICE_MAX:=0.50}" unquoted, and clusterctl's 0.50 would then be a YAML
@@ -328,7 +334,7 @@ RELEASE_COMPONENTS = $(RELEASE_DIR)/infrastructure-components.yaml
 RELEASE_INPUTS := metadata.yaml $(shell find config -type f) $(wildcard templates/cluster-template*.yaml templates/clusterclass-*.yaml)
 
 .PHONY: release
-release: $(RELEASE_COMPONENTS) ## Write the clusterctl release artifacts into out/release (image: REGISTRY, IMAGE_NAME, IMAGE_TAG).
+release: $(RELEASE_COMPONENTS) $(RELEASE_IMAGE_ARCHIVE) ## Write the clusterctl release artifacts and the image archive into out/release (image: REGISTRY, IMAGE_NAME, IMAGE_TAG).
 
 $(RELEASE_DIR).stamp: FORCE
 	$(call stamp,$(IMG) $(RELEASE_TAG))
@@ -370,16 +376,57 @@ $(CLUSTERCTL):
 		-X sigs.k8s.io/cluster-api/version.gitMinor=$(word 2,$(subst ., ,$(CLUSTERCTL_VER:v%=%)))" \
 		-o $@.tmp sigs.k8s.io/cluster-api/cmd/clusterctl && mv $@.tmp $@
 
+# The images are built without a daemon or a registry pull (hack/image/build.sh): buildah, from
+# Debian's packages, puts the static binary, a CA bundle and the non-root user 65532 on scratch.
+.PHONY: image
+image: $(IMAGE_ARCHIVE) ## Build the manager image $(IMG) with buildah (no daemon) as an OCI archive in out/image.
+
+$(IMAGE_DIR).stamp: FORCE
+	$(call stamp,$(IMG) $(shell git rev-parse HEAD 2>/dev/null))
+
+$(IMAGE_ARCHIVE): $(MANAGER_SOURCES) hack/image/build.sh $(IMAGE_DIR).stamp | buildah
+	@mkdir -p $(IMAGE_DIR)
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/manager .
+	hack/image/build.sh $(IMAGE_DIR)/manager /manager $(IMG) $(IMAGE_TAG) $@ "$(IMAGE_DESCRIPTION)"
+
+# `make release` puts the image beside the manifests that name it; the components rule empties
+# the folder, so the archive is copied after it.
+$(RELEASE_IMAGE_ARCHIVE): $(IMAGE_ARCHIVE) | $(RELEASE_COMPONENTS)
+	cp $< $@
+
+.PHONY: test-image
+test-image: $(IMAGE_ARCHIVE) $(RELEASE_COMPONENTS) ## Inspect the built image: entrypoint, user, labels, files, size, and run its binary.
+	IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) IMAGE_REF=$(IMG) IMAGE_VERSION=$(IMAGE_TAG) RELEASE_COMPONENTS=$(RELEASE_COMPONENTS) \
+	go test ./test/image -count=1 -v
+
+# The simulator image for Cluster API's Tilt loop (test/infrastructure/packetsim/config/tilt.yaml).
+PACKETSIM_IMG ?= quay.io/equinix-oss/cluster-api-provider-packet-sim:dev
+PACKETSIM_IMAGE_ARCHIVE := $(IMAGE_DIR)/cluster-api-provider-packet-sim.oci.tar
+
+.PHONY: image-packetsim
+image-packetsim: $(PACKETSIM_IMAGE_ARCHIVE) ## Build the simulator image $(PACKETSIM_IMG) with buildah for the Tilt loop.
+
+$(PACKETSIM_IMAGE_ARCHIVE): $(TEST_INFRA_SOURCES) hack/image/build.sh | buildah
+	@mkdir -p $(IMAGE_DIR)
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/packetsim ./test/infrastructure/packetsim/cmd
+	hack/image/build.sh $(IMAGE_DIR)/packetsim /packetsim $(PACKETSIM_IMG) dev $@ "Packet API simulator for developing cluster-api-provider-packet"
+
+# buildah and the CA bundle come from Debian's packages; as root (CI) they are installed here.
+.PHONY: buildah
+buildah:
+	@if ! command -v buildah >/dev/null || [ ! -f /etc/ssl/certs/ca-certificates.crt ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "install buildah and ca-certificates (Debian: apt-get install buildah ca-certificates)"; exit 1; fi; \
+		echo "Installing buildah and ca-certificates from Debian's packages"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah ca-certificates >/dev/null; \
+	fi
+
 .PHONY: docker-build
 docker-build: ## Build the manager image $(IMG) with Docker (needs a Docker daemon).
-	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+	docker build --build-arg VERSION=$(IMAGE_TAG) --build-arg REVISION=$$(git rev-parse HEAD) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the manager image $(IMG).
 	docker push $(IMG)
-
-# The simulator image the Tilt loop runs next to the manager (test/infrastructure/packetsim/config/tilt.yaml).
-PACKETSIM_IMG ?= quay.io/equinix-oss/cluster-api-provider-packet-sim:dev
 
 .PHONY: docker-build-packetsim
 docker-build-packetsim: ## Build the Packet API simulator image $(PACKETSIM_IMG) for Tilt (needs a Docker daemon).

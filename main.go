@@ -68,6 +68,7 @@ type options struct {
 	defaultKeyProjects          []string
 	clusterConcurrency          int
 	machineConcurrency          int
+	printVersion                bool
 	manager                     flags.ManagerOptions
 	logs                        *logs.Options
 }
@@ -115,6 +116,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Number of PacketClusters to reconcile at the same time.")
 	fs.IntVar(&o.machineConcurrency, "packetmachine-concurrency", 10,
 		"Number of PacketMachines to reconcile at the same time.")
+	fs.BoolVar(&o.printVersion, "version", false, "Print the manager's version and exit.")
 	flags.AddManagerOptions(fs, &o.manager)
 }
 
@@ -131,6 +133,10 @@ func main() {
 	pflag.CommandLine.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
+	if opts.printVersion {
+		fmt.Println(version.Get())
+		return
+	}
 
 	if err := logsv1.ValidateAndApply(opts.logs, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "invalid logging flags: %v\n", err)

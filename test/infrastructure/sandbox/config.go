@@ -59,6 +59,10 @@ type Config struct {
 	SimFaults string
 	// ExtraManagerArgs are appended to this provider's manager command line.
 	ExtraManagerArgs []string
+	// ExternalManager leaves this provider's manager to someone else (the Tilt loop rebuilds and
+	// restarts it): the sandbox plans it, issues its certificate and points the webhooks at it as
+	// usual, but only writes its command line to <StateDir>/bin/capp-controller-manager.
+	ExternalManager bool
 	// Log receives progress lines; nil means os.Stderr.
 	Log func(format string, args ...any)
 }

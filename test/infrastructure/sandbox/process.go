@@ -192,3 +192,27 @@ func Down(stateDir string) ([]string, error) {
 	}
 	return stopped, nil
 }
+
+// writeLauncher writes c's command line as a shell script that runs it in the foreground, logging
+// to its stdout, for a supervisor other than the sandbox (Tilt's serve_cmd).
+func writeLauncher(c *Component, dir string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# %s as the sandbox runs it; written by `sandbox up --external-manager`.\ncd %s\n", c.Name, shellQuote(dir))
+	for _, e := range c.env {
+		fmt.Fprintf(&b, "export %s\n", shellQuote(e))
+	}
+	b.WriteString("exec " + shellQuote(c.binary))
+	for _, a := range c.args {
+		b.WriteString(" " + shellQuote(a))
+	}
+	b.WriteString(" \"$@\"\n")
+	if err := os.MkdirAll(filepath.Dir(c.Launcher), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(c.Launcher, []byte(b.String()), 0o755)
+}
+
+// shellQuote quotes s for sh: single quotes, each single quote inside closed, escaped, reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -45,6 +45,9 @@ type Component struct {
 	Endpoint string
 	// LogFile is the child's stdout and stderr.
 	LogFile string
+	// Launcher, for a component the sandbox does not start itself (Config.ExternalManager), is
+	// the script that starts it with the sandbox's arguments and environment.
+	Launcher string
 
 	binary                                  string
 	args, env                               []string
@@ -184,7 +187,7 @@ func (s *Sandbox) plan() {
 			s.cfg.BootstrapManager, []string{"--feature-gates=KubeadmBootstrapFormatIgnition=true"}, nil},
 		{"capi-kubeadm-control-plane-controller-manager", "control-plane-kubeadm", "capi-kubeadm-control-plane-system",
 			s.cfg.ControlPlaneMgr, []string{"--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"}, nil},
-		{"capp-controller-manager", "infrastructure-packet", "cluster-api-provider-packet-system", s.cfg.Manager,
+		{managerName, "infrastructure-packet", "cluster-api-provider-packet-system", s.cfg.Manager,
 			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken}},
 	}
 	for i, m := range managers {
@@ -210,7 +213,15 @@ func (s *Sandbox) plan() {
 	for _, c := range s.Components {
 		c.LogFile = filepath.Join(st, "logs", c.Name+".log")
 	}
+	if s.cfg.ExternalManager {
+		c := s.Component(managerName)
+		c.Launcher = filepath.Join(st, "bin", managerName)
+		c.LogFile = ""
+	}
 }
+
+// managerName is this provider's manager among Components.
+const managerName = "capp-controller-manager"
 
 func (s *Sandbox) simArgs() []string {
 	args := []string{fmt.Sprintf("--listen=127.0.0.1:%d", s.ports.Packetsim), "--timing=" + s.cfg.SimTiming,
@@ -264,11 +275,20 @@ func (s *Sandbox) Start(ctx context.Context) (err error) {
 	}
 	// Then the managers, in parallel: each only needs the CRDs installed above.
 	for _, c := range s.Components[infrastructureComponents:] {
+		if c.Launcher != "" {
+			if err := writeLauncher(c, s.cfg.StateDir); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := s.launch(c); err != nil {
 			return err
 		}
 	}
 	for _, c := range s.Components[infrastructureComponents:] {
+		if c.Launcher != "" {
+			continue
+		}
 		if err := s.waitReady(ctx, c, 3*time.Minute); err != nil {
 			return err
 		}

@@ -47,6 +47,8 @@ func run(args []string) error {
 	fs.IntVar(&cfg.PortBase, "port-base", cfg.PortBase, "first of the loopback ports the sandbox uses (kube-apiserver is port-base+43)")
 	fs.StringVar(&cfg.SimTiming, "timing", cfg.SimTiming, "simulator timing profile: sandbox (devices active in ~20s), fast, realistic or instant")
 	fs.StringVar(&cfg.SimFaults, "faults", "", "simulator fault profile file (see cmd/packetsim)")
+	fs.StringVar(&cfg.SimPublicIPv4, "public-ipv4-pool", "",
+		"loopback prefix of the simulator's elastic IPs (default 127.64.0.0/16); sandboxes running at once need different ones")
 	fs.StringVar(&cfg.Etcd, "etcd", cfg.Etcd, "etcd binary")
 	fs.StringVar(&cfg.KubeAPIServer, "kube-apiserver", cfg.KubeAPIServer, "kube-apiserver binary")
 	fs.StringVar(&cfg.Packetsim, "packetsim", cfg.Packetsim, "Packet API simulator binary")
@@ -60,6 +62,8 @@ func run(args []string) error {
 	fs.StringVar(&cfg.ProviderComponents, "provider-components", cfg.ProviderComponents,
 		"this provider's infrastructure-components.yaml in a clusterctl repository (make clusterctl-repo)")
 	fs.StringVar(&cfg.CertManagerCRDs, "cert-manager-crds", cfg.CertManagerCRDs, "folder with cert-manager's CRDs")
+	fs.BoolVar(&cfg.ExternalManager, "external-manager", false,
+		"do not start this provider's manager; write <state-dir>/bin/capp-controller-manager, which starts it as the sandbox would (the Tilt loop runs it)")
 	kubectl := fs.String("kubectl", "", "kubectl binary shown in the next commands (default: kubectl from PATH)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -158,6 +162,10 @@ func printReady(sb *sandbox.Sandbox, envFile string) {
 	fmt.Printf("\nSandbox ready in %.1fs. Running (loopback only):\n\n", sb.StartupTime.Seconds())
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	for _, c := range sb.Components {
+		if c.Launcher != "" {
+			fmt.Fprintf(tw, "  %s\tnot started\t%s\tstart it with %s\n", c.Name, c.Endpoint, rel(c.Launcher))
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\tpid %d\t%s\t%s\n", c.Name, c.Pid(), c.Endpoint, rel(c.LogFile))
 	}
 	_ = tw.Flush()

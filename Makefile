@@ -237,12 +237,12 @@ TILT_CI_TIMEOUT ?= 20m
 
 .PHONY: tilt
 tilt: $(TILT) sandbox-bins kubectl ## tilt up on the sandbox: the manager rebuilt and restarted on every change (UI on :10350).
-	TILT_SANDBOX_STATE=$(TILT_SANDBOX_STATE) $(TILT) up
+	TILT_DISABLE_ANALYTICS=1 TILT_SANDBOX_STATE=$(TILT_SANDBOX_STATE) $(TILT) up
 
 .PHONY: tilt-ci
 tilt-ci: $(TILT) sandbox-bins kubectl ## tilt ci on a fresh sandbox: every resource healthy and the quick start's cluster Available.
 	rm -rf $(ROOT)/.tilt-sandbox-ci
-	TILT_SANDBOX_STATE=$(ROOT)/.tilt-sandbox-ci TILT_SANDBOX_PORT_BASE=16800 $(TILT) ci --port 0 --web-mode prod --timeout $(TILT_CI_TIMEOUT)
+	TILT_DISABLE_ANALYTICS=1 TILT_SANDBOX_STATE=$(ROOT)/.tilt-sandbox-ci TILT_SANDBOX_PORT_BASE=16800 $(TILT) ci --port 0 --web-mode prod --timeout $(TILT_CI_TIMEOUT)
 
 # Tilt's module has replace directives, so `go install` refuses it: it is built inside a copy of
 # the module with -mod=mod. The module ships without the web UI's built assets, which the binary

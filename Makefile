@@ -111,7 +111,7 @@ test: envtest-bins $(CLUSTERCTL) ## Unit and envtest suites (real kube-apiserver
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: test-all
-test-all: test fuzz test-image soak-ci test-e2e tilt-ci ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, the e2e suite and tilt ci (CI runs this).
+test-all: test fuzz test-image soak-ci tilt-ci test-e2e ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and the e2e suite (CI runs this).
 
 .PHONY: bench
 bench: ## Run the Go benchmarks.

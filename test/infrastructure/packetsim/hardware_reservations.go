@@ -94,7 +94,7 @@ func (s *Server) renderHardwareReservation(hw *HardwareReservation, inc includes
 		NeedOfService: hw.NeedOfService, SwitchUUID: stableID("switch", hw.Facility), Intervals: 12, CurrentPeriod: 1,
 		CreatedAt: rfc3339(hw.CreatedAt)}
 	if inc.has("project") {
-		out.Project = s.renderProject(s.st.Projects[hw.ProjectID])
+		out.Project = s.renderProject(s.st.Projects[hw.ProjectID], includes{})
 	}
 	if hw.DeviceID != "" {
 		if d := s.st.Devices[hw.DeviceID]; d != nil && inc.has("device") {

@@ -24,6 +24,9 @@ const (
 type Project struct {
 	ID              string    `json:"id"`
 	Name            string    `json:"name"`
+	OrganizationID  string    `json:"organization_id"`
+	PaymentMethodID string    `json:"payment_method_id,omitempty"`
+	BackendTransfer bool      `json:"backend_transfer_enabled,omitempty"`
 	PublicIPv4Quota int       `json:"public_ipv4_quota"`
 	MaxDevices      int       `json:"max_devices"`
 	CreatedAt       time.Time `json:"created_at"`

@@ -2,8 +2,14 @@ package packetsim
 
 import (
 	"net/http"
-	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
 )
+
+// maxProjectName is Packet's limit on a project's name.
+const maxProjectName = 80
 
 type projectJSON struct {
 	ID                     string         `json:"id"`
@@ -11,7 +17,7 @@ type projectJSON struct {
 	Href                   string         `json:"href"`
 	CreatedAt              string         `json:"created_at"`
 	UpdatedAt              string         `json:"updated_at"`
-	Organization           href           `json:"organization"`
+	Organization           any            `json:"organization"`
 	PaymentMethod          href           `json:"payment_method"`
 	Members                []href         `json:"members"`
 	Devices                []href         `json:"devices"`
@@ -23,33 +29,29 @@ type projectJSON struct {
 	Type                   string         `json:"type"`
 }
 
-// renderProject keeps members/devices/ssh_keys empty: listing every device
-// of a big project inside the project would make GET /projects/{id} huge.
-func (s *Server) renderProject(p *Project) projectJSON {
+// renderProject keeps devices and ssh_keys empty: listing every device of a
+// big project inside the project would make GET /projects/{id} huge. The
+// organization is a reference unless included, as Packet renders it.
+// Caller holds a lock.
+func (s *Server) renderProject(p *Project, inc includes) projectJSON {
+	org := s.st.Organizations[p.OrganizationID]
+	var orgJSON any = href{Href: apiPrefix + "/organizations/" + p.OrganizationID}
+	if inc.has("organization") && org != nil {
+		orgJSON = s.renderOrganization(org, includes{})
+	}
+	paymentMethod := p.PaymentMethodID
+	if paymentMethod == "" && org != nil {
+		paymentMethod = org.PaymentMethodID
+	}
 	out := projectJSON{ID: p.ID, Name: p.Name, Href: apiPrefix + "/projects/" + p.ID, CreatedAt: rfc3339(p.CreatedAt),
-		UpdatedAt: rfc3339(p.UpdatedAt), Organization: href{Href: apiPrefix + "/organizations/" + stableID("organization", "sim")},
-		PaymentMethod: href{Href: apiPrefix + "/payment-methods/" + stableID("payment-method", "sim")},
-		Members:       []href{{Href: apiPrefix + "/users/" + s.seed.User.ID}}, Devices: []href{}, SSHKeys: []href{},
-		Customdata: map[string]any{}, Tags: []string{}, Type: "default"}
+		UpdatedAt: rfc3339(p.UpdatedAt), Organization: orgJSON,
+		PaymentMethod: href{Href: apiPrefix + "/payment-methods/" + paymentMethod},
+		Members:       []href{{Href: apiPrefix + "/users/" + s.st.User.ID}}, Devices: []href{}, SSHKeys: []href{},
+		BackendTransferEnabled: p.BackendTransfer, Customdata: map[string]any{}, Tags: []string{}, Type: "default"}
 	if p.MaxDevices > 0 {
 		out.MaxDevices = map[string]int{"total": p.MaxDevices}
 	}
 	return out
-}
-
-func (s *Server) renderUser() map[string]any {
-	u := s.seed.User
-	return map[string]any{"id": u.ID, "short_id": u.ID[:8], "first_name": u.FirstName, "last_name": u.LastName,
-		"full_name": u.FirstName + " " + u.LastName, "email": u.Email, "href": apiPrefix + "/users/" + u.ID,
-		"created_at": rfc3339(s.st.Projects[s.st.ProjectOrder[0]].CreatedAt), "default_project_id": s.st.ProjectOrder[0],
-		"customdata": map[string]any{}}
-}
-
-func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
-	s.readLock()
-	u := s.renderUser()
-	s.mu.RUnlock()
-	s.writeJSON(w, http.StatusOK, u)
 }
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
@@ -63,74 +65,228 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.parsePage(r.URL.Query(), s.opts.PerPage)
 	from, to := p.window(len(visible))
+	inc := s.parseIncludes(r.URL.Query())
 	out := make([]projectJSON, 0, to-from)
 	for _, pr := range visible[from:to] {
-		out = append(out, s.renderProject(pr))
+		out = append(out, s.renderProject(pr, inc))
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"projects": out, "meta": s.meta(r, p)})
 }
 
 func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
-	p, err := s.readProject(r, r.PathValue("id"))
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	s.mu.RLock()
-	body := s.renderProject(p)
-	s.mu.RUnlock()
-	s.writeJSON(w, http.StatusOK, body)
-}
-
-// writeEvents writes a paginated, newest-first event list. Caller holds a lock.
-func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, events []Event, deviceID string) {
-	sorted := append([]Event(nil), events...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].CreatedAt.After(sorted[j].CreatedAt) })
-	p := s.parsePage(r.URL.Query(), s.opts.PerPage)
-	from, to := p.window(len(sorted))
-	out := make([]eventJSON, 0, to-from)
-	for _, ev := range sorted[from:to] {
-		out = append(out, renderEvent(ev, deviceID))
-	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"events": out, "meta": s.meta(r, p)})
-}
-
-// listProjectEvents merges the events of the project's devices with the
-// project's own (device deletions).
-func (s *Server) listProjectEvents(w http.ResponseWriter, r *http.Request) {
-	projectID, err := pathID(r, "id")
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
 	s.readLock()
 	defer s.mu.RUnlock()
-	if _, err := s.project(r, projectID); err != nil {
+	p, err := s.pathProject(r)
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	events := append([]Event(nil), s.st.ProjectEvents[projectID]...)
-	for _, id := range s.st.DeviceOrder[projectID] {
-		events = append(events, s.st.Devices[id].Events...)
-	}
-	s.writeEvents(w, r, events, "")
+	s.writeJSON(w, http.StatusOK, s.renderProject(p, s.parseIncludes(r.URL.Query())))
 }
 
-func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
+// pathProject is the {id} project under a held lock.
+func (s *Server) pathProject(r *http.Request) (*Project, error) {
 	id, err := pathID(r, "id")
 	if err != nil {
+		return nil, err
+	}
+	return s.project(r, id)
+}
+
+// projectRequest is packngo's ProjectCreateRequest and ProjectUpdateRequest.
+type projectRequest struct {
+	Name            *string `json:"name"`
+	OrganizationID  *string `json:"organization_id"`
+	PaymentMethodID *string `json:"payment_method_id"`
+	BackendTransfer *bool   `json:"backend_transfer_enabled"`
+}
+
+func validProjectName(name *string) error {
+	switch {
+	case name == nil || strings.TrimSpace(*name) == "":
+		return errorf(http.StatusUnprocessableEntity, "Name can't be blank")
+	case len(*name) > maxProjectName:
+		return errorf(http.StatusUnprocessableEntity, "Name is too long (maximum is 80 characters)")
+	}
+	return nil
+}
+
+// paymentMethodOf checks that a requested payment method is the
+// organization's, the only one a project of it can be billed to.
+func paymentMethodOf(org *Organization, requested *string) (string, error) {
+	if requested == nil || *requested == "" {
+		return "", nil
+	}
+	if !strings.EqualFold(*requested, org.PaymentMethodID) {
+		return "", errorf(http.StatusUnprocessableEntity, "Payment method is not valid for this organization")
+	}
+	return org.PaymentMethodID, nil
+}
+
+// createProject creates a project in the requested organization or the
+// user's default one. Project API keys cannot create projects.
+func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
+	var req projectRequest
+	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
 		return
 	}
-	s.readLock()
-	defer s.mu.RUnlock()
-	for _, d := range s.st.Devices {
-		for _, ev := range d.Events {
-			if ev.ID == id && s.tokenAllows(r, d.ProjectID) {
-				s.writeJSON(w, http.StatusOK, renderEvent(ev, d.ID))
-				return
+	now := s.writeLock()
+	body, err := func() (any, error) {
+		if !s.tokenIsUserLevel(r) {
+			return nil, forbidden("organization")
+		}
+		if err := validProjectName(req.Name); err != nil {
+			return nil, err
+		}
+		orgID := s.st.User.DefaultOrganizationID
+		if req.OrganizationID != nil && *req.OrganizationID != "" {
+			orgID = strings.ToLower(*req.OrganizationID)
+		}
+		org := s.st.Organizations[orgID]
+		if org == nil {
+			return nil, errorf(http.StatusUnprocessableEntity, "Organization not found")
+		}
+		paymentMethod, err := paymentMethodOf(org, req.PaymentMethodID)
+		if err != nil {
+			return nil, err
+		}
+		p := &Project{ID: uuid.NewString(), Name: *req.Name, OrganizationID: org.ID, PaymentMethodID: paymentMethod,
+			PublicIPv4Quota: 64, CreatedAt: now, UpdatedAt: now}
+		if req.BackendTransfer != nil {
+			p.BackendTransfer = *req.BackendTransfer
+		}
+		s.st.addProject(p)
+		s.addProjectEvent(p.ID, "project.created", "Project "+p.Name+" created", now)
+		return s.renderProject(p, includes{}), nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusCreated, body, err)
+}
+
+func (s *Server) updateProject(w http.ResponseWriter, r *http.Request) {
+	var req projectRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	now := s.writeLock()
+	body, err := func() (any, error) {
+		p, err := s.pathProject(r)
+		if err != nil {
+			return nil, err
+		}
+		if req.Name != nil {
+			if err := validProjectName(req.Name); err != nil {
+				return nil, err
+			}
+			p.Name = *req.Name
+		}
+		if req.PaymentMethodID != nil {
+			if p.PaymentMethodID, err = paymentMethodOf(s.st.Organizations[p.OrganizationID], req.PaymentMethodID); err != nil {
+				return nil, err
 			}
 		}
+		if req.BackendTransfer != nil {
+			p.BackendTransfer = *req.BackendTransfer
+		}
+		p.UpdatedAt = now
+		s.addProjectEvent(p.ID, "project.updated", "Project "+p.Name+" updated", now)
+		return s.renderProject(p, includes{}), nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusOK, body, err)
+}
+
+// deleteProject refuses while the project holds anything billed or
+// contracted (devices, hardware reservations, elastic IPs, VLANs), so a
+// test that forgot one learns it; the rest goes with the project.
+func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
+	s.writeLock()
+	err := func() error {
+		p, err := s.pathProject(r)
+		if err != nil {
+			return err
+		}
+		if !s.tokenIsUserLevel(r) {
+			return forbidden("project")
+		}
+		if what := s.projectHolds(p.ID); what != "" {
+			return errorf(http.StatusUnprocessableEntity, "Cannot delete a project that has "+what)
+		}
+		s.forgetProject(p.ID)
+		return nil
+	}()
+	s.mu.Unlock()
+	s.respond(w, http.StatusNoContent, nil, err)
+}
+
+// projectHolds names what keeps a project from being deleted, or "".
+func (s *Server) projectHolds(id string) string {
+	if len(s.st.DeviceOrder[id]) > 0 {
+		return "devices"
 	}
-	s.writeError(w, notFound())
+	if len(s.st.HWOrder[id]) > 0 {
+		return "hardware reservations"
+	}
+	for _, rid := range s.st.IPOrder[id] {
+		if !s.st.IPReservations[rid].Management {
+			return "IP reservations"
+		}
+	}
+	for _, vid := range s.st.VNOrder {
+		if s.st.VirtualNetworks[vid].ProjectID == id {
+			return "virtual networks"
+		}
+	}
+	return ""
+}
+
+// forgetProject drops an empty project and what only it used: its
+// management blocks (their addresses go back to the pools), SSH keys, BGP
+// config and events.
+func (s *Server) forgetProject(id string) {
+	pools := map[string]string{"public_ipv4": s.seed.IPPools.PublicIPv4, "private_ipv4": s.seed.IPPools.PrivateIPv4,
+		"public_ipv6": s.seed.IPPools.PublicIPv6}
+	for _, rid := range s.st.IPOrder[id] {
+		res := s.st.IPReservations[rid]
+		s.st.Alloc.free(pools[res.Type], res.CIDR, res.Network)
+		delete(s.st.IPReservations, rid)
+	}
+	for key := range s.st.MgmtBlocks {
+		if strings.HasPrefix(key, id+"|") {
+			delete(s.st.MgmtBlocks, key)
+		}
+	}
+	for _, kid := range append([]string(nil), s.st.SSHKeyOrder...) {
+		if s.st.SSHKeys[kid].ProjectID == id {
+			delete(s.st.SSHKeys, kid)
+			s.st.SSHKeyOrder = removeID(s.st.SSHKeyOrder, kid)
+		}
+	}
+	delete(s.st.IPOrder, id)
+	delete(s.st.HWOrder, id)
+	delete(s.st.BGPConfigs, id)
+	delete(s.st.ProjectEvents, id)
+	delete(s.st.DeviceOrder, id)
+	delete(s.st.deviceLists, id)
+	delete(s.st.Projects, id)
+	s.st.ProjectOrder = removeID(s.st.ProjectOrder, id)
+}
+
+func (s *Server) addProjectEvent(projectID, typ, body string, at time.Time) {
+	s.st.ProjectEvents[projectID] = append(s.st.ProjectEvents[projectID],
+		Event{ID: uuid.NewString(), Type: typ, Body: body, State: "success", CreatedAt: at})
+}
+
+// discoverBGPSessions is packngo's Projects.DiscoverBGPSessions: Packet
+// refreshes the sessions' status; here the status is always current.
+func (s *Server) discoverBGPSessions(w http.ResponseWriter, r *http.Request) {
+	s.readLock()
+	defer s.mu.RUnlock()
+	if _, err := s.pathProject(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"updated_at": rfc3339(s.st.Now)})
 }

@@ -75,7 +75,7 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 		out.RootPassword = d.RootPassword
 	}
 	if inc.has("project") {
-		out.Project = s.renderProject(s.st.Projects[d.ProjectID])
+		out.Project = s.renderProject(s.st.Projects[d.ProjectID], includes{})
 	} else {
 		out.Project = href{Href: apiPrefix + "/projects/" + d.ProjectID}
 	}

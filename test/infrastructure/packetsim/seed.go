@@ -17,6 +17,10 @@ const (
 	DefaultUserID    = "00000000-0000-4000-8000-0000000000aa"
 )
 
+// DefaultOrganizationName names the organization a seed without one gets,
+// as every Packet account starts with one.
+const DefaultOrganizationName = "Sim Organization"
+
 //go:embed seed/default.yaml
 var defaultSeedYAML []byte
 
@@ -24,12 +28,15 @@ var defaultSeedYAML []byte
 // IDs that are left empty are derived from names, so they are stable across
 // restarts and runs.
 type Seed struct {
-	User             SeedUser      `json:"user"`
-	Metros           []SeedMetro   `json:"metros"`
-	Plans            []SeedPlan    `json:"plans"`
-	OperatingSystems []SeedOS      `json:"operating_systems"`
-	Projects         []SeedProject `json:"projects"`
-	IPPools          SeedIPPools   `json:"ip_pools"`
+	User SeedUser `json:"user"`
+	// Organizations the user owns; the first is the user's default. Empty
+	// means one, DefaultOrganizationName.
+	Organizations    []SeedOrganization `json:"organizations"`
+	Metros           []SeedMetro        `json:"metros"`
+	Plans            []SeedPlan         `json:"plans"`
+	OperatingSystems []SeedOS           `json:"operating_systems"`
+	Projects         []SeedProject      `json:"projects"`
+	IPPools          SeedIPPools        `json:"ip_pools"`
 }
 
 type SeedUser struct {
@@ -99,9 +106,18 @@ type SeedOS struct {
 	ProvisionableOn []string `json:"provisionable_on"`
 }
 
+type SeedOrganization struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
 type SeedProject struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Organization is the name or ID of one of the seed's organizations;
+	// empty means the first.
+	Organization string `json:"organization"`
 	// PublicIPv4Quota is the number of elastic public IPv4 addresses the
 	// project may reserve without approval (0 means 64).
 	PublicIPv4Quota int `json:"public_ipv4_quota"`
@@ -138,6 +154,14 @@ func DefaultSeed() *Seed {
 	if err != nil {
 		panic("packetsim: built-in seed is invalid: " + err.Error())
 	}
+	return s
+}
+
+// EmptySeed is the built-in seed without projects: a new Packet account,
+// with its user, its organization and the catalog.
+func EmptySeed() *Seed {
+	s := DefaultSeed()
+	s.Projects = nil
 	return s
 }
 
@@ -231,8 +255,8 @@ func (s *Seed) normalize() error {
 			return fmt.Errorf("operating system without slug")
 		}
 	}
-	if len(s.Projects) == 0 {
-		return fmt.Errorf("at least one project is required")
+	if err := s.normalizeOrganizations(fill); err != nil {
+		return err
 	}
 	for i := range s.Projects {
 		p := &s.Projects[i]
@@ -241,6 +265,9 @@ func (s *Seed) normalize() error {
 		}
 		if err := fill(&p.ID, "project", p.Name); err != nil {
 			return err
+		}
+		if p.Organization = s.organizationID(p.Organization); p.Organization == "" {
+			return fmt.Errorf("project %s: unknown organization", p.Name)
 		}
 		for j := range p.HardwareReservations {
 			h := &p.HardwareReservations[j]
@@ -262,6 +289,42 @@ func (s *Seed) normalize() error {
 			return err
 		}
 	}
+	return s.normalizePools()
+}
+
+// normalizeOrganizations gives a seed without organizations the default one
+// (with the ID earlier versions rendered) and fills derived IDs.
+func (s *Seed) normalizeOrganizations(fill func(id *string, kind, name string) error) error {
+	if len(s.Organizations) == 0 {
+		s.Organizations = []SeedOrganization{{ID: stableID("organization", "sim"), Name: DefaultOrganizationName}}
+	}
+	for i := range s.Organizations {
+		o := &s.Organizations[i]
+		if o.Name == "" {
+			return fmt.Errorf("organization %d has no name", i)
+		}
+		if err := fill(&o.ID, "organization", o.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// organizationID resolves a project's organization reference (name, ID or
+// empty for the first); "" when it names none.
+func (s *Seed) organizationID(ref string) string {
+	if ref == "" {
+		return s.Organizations[0].ID
+	}
+	for _, o := range s.Organizations {
+		if strings.EqualFold(o.ID, ref) || o.Name == ref {
+			return o.ID
+		}
+	}
+	return ""
+}
+
+func (s *Seed) normalizePools() error {
 	pools := []*string{&s.IPPools.PublicIPv4, &s.IPPools.PrivateIPv4, &s.IPPools.PublicIPv6}
 	// Loopback and documentation prefixes only: see ip_pools in seed/default.yaml.
 	defaults := []string{"127.64.0.0/16", "127.128.0.0/10", "2001:db8::/32"}

@@ -78,6 +78,7 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		if st != nil {
+			st.adoptAccount(s.seed, s.clock.Now())
 			s.st = st
 			if vc, ok := s.clock.(*VirtualClock); ok && st.Now.After(vc.Now()) {
 				vc.Advance(st.Now.Sub(vc.Now()))
@@ -119,10 +120,24 @@ func (s *Server) routes() {
 		method, path, _ := strings.Cut(pattern, " ")
 		m.HandleFunc(method+" "+apiPrefix+path, s.withRequestFaults(h))
 	}
-	api("GET /user", s.getUser)
+	api("GET /user", s.getCurrentUser)
+	api("PUT /user", s.updateCurrentUser)
+	api("GET /users", s.listUsers)
+	api("GET /users/{id}", s.getUser)
+	api("GET /organizations", s.listOrganizations)
+	api("POST /organizations", s.createOrganization)
+	api("GET /organizations/{id}", s.getOrganization)
+	api("PATCH /organizations/{id}", s.updateOrganization)
+	api("DELETE /organizations/{id}", s.deleteOrganization)
+	api("GET /organizations/{id}/payment-methods", s.listPaymentMethods)
+	api("GET /organizations/{id}/events", s.listOrganizationEvents)
 	api("GET /projects", s.listProjects)
+	api("POST /projects", s.createProject)
 	api("GET /projects/{id}", s.getProject)
+	api("PATCH /projects/{id}", s.updateProject)
+	api("DELETE /projects/{id}", s.deleteProject)
 	api("GET /projects/{id}/events", s.listProjectEvents)
+	api("POST /bgp/discover/{id}", s.discoverBGPSessions)
 	api("GET /events/{id}", s.getEvent)
 
 	api("POST /projects/{id}/devices", s.createDevice)

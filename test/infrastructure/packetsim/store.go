@@ -8,7 +8,11 @@ import (
 // store is every mutable resource. All access goes through Server.mu.
 // It is also what the state file holds, hence the exported JSON fields.
 type store struct {
-	Now                  time.Time                       `json:"now"`
+	Now time.Time `json:"now"`
+	// User is the account's (the token's) user.
+	User                 *User                           `json:"user"`
+	Organizations        map[string]*Organization        `json:"organizations"`
+	OrganizationOrder    []string                        `json:"organization_order"`
 	Projects             map[string]*Project             `json:"projects"`
 	ProjectOrder         []string                        `json:"project_order"`
 	Devices              map[string]*Device              `json:"devices"`
@@ -55,7 +59,9 @@ func newStore(seed *Seed, now time.Time) *store {
 		VirtualNetworks: map[string]*VirtualNetwork{}, ProjectEvents: map[string][]Event{},
 		Capacity: map[string]map[string]int{}, MgmtBlocks: map[string]string{}, Alloc: newAllocator(),
 		portOwner: map[string]string{}, deviceLists: map[string][]*Device{},
+		Organizations: map[string]*Organization{},
 	}
+	st.adoptAccount(seed, now)
 	for _, p := range seed.Plans {
 		for metro, n := range p.Capacity {
 			if st.Capacity[metro] == nil {
@@ -73,8 +79,8 @@ func newStore(seed *Seed, now time.Time) *store {
 		if quota == 0 {
 			quota = 64
 		}
-		st.Projects[sp.ID] = &Project{ID: sp.ID, Name: sp.Name, PublicIPv4Quota: quota, MaxDevices: sp.MaxDevices, CreatedAt: now, UpdatedAt: now}
-		st.ProjectOrder = append(st.ProjectOrder, sp.ID)
+		st.addProject(&Project{ID: sp.ID, Name: sp.Name, OrganizationID: sp.Organization, PublicIPv4Quota: quota,
+			MaxDevices: sp.MaxDevices, CreatedAt: now, UpdatedAt: now})
 		for _, h := range sp.HardwareReservations {
 			st.HardwareReservations[h.ID] = &HardwareReservation{ID: h.ID, ShortID: h.ID[:8], ProjectID: sp.ID, Plan: h.Plan,
 				Facility: h.Facility, Spare: h.Spare, NeedOfService: h.NeedOfService, CreatedAt: now}
@@ -85,6 +91,29 @@ func newStore(seed *Seed, now time.Time) *store {
 		}
 	}
 	return st
+}
+
+// adoptAccount gives the store the seed's user and organizations when it has
+// none: a new store, or a state file written before organizations existed
+// (its projects join the default organization).
+func (st *store) adoptAccount(seed *Seed, now time.Time) {
+	if st.User != nil {
+		return
+	}
+	st.User = &User{ID: seed.User.ID, Email: seed.User.Email, FirstName: seed.User.FirstName, LastName: seed.User.LastName,
+		DefaultOrganizationID: seed.Organizations[0].ID, CreatedAt: now, UpdatedAt: now}
+	if st.Organizations == nil {
+		st.Organizations = map[string]*Organization{}
+	}
+	for _, so := range seed.Organizations {
+		st.addOrganization(&Organization{ID: so.ID, Name: so.Name, Description: so.Description,
+			PaymentMethodID: stableID("payment-method", so.ID), CreatedAt: now, UpdatedAt: now})
+	}
+	for _, p := range st.Projects {
+		if p.OrganizationID == "" {
+			p.OrganizationID = st.User.DefaultOrganizationID
+		}
+	}
 }
 
 // afterLoad rebuilds indexes that the state file does not carry.
@@ -106,6 +135,16 @@ func (st *store) afterLoad() {
 	if st.Alloc.Next == nil {
 		st.Alloc = newAllocator()
 	}
+}
+
+func (st *store) addProject(p *Project) {
+	st.Projects[p.ID] = p
+	st.ProjectOrder = append(st.ProjectOrder, p.ID)
+}
+
+func (st *store) addOrganization(o *Organization) {
+	st.Organizations[o.ID] = o
+	st.OrganizationOrder = append(st.OrganizationOrder, o.ID)
 }
 
 func (st *store) addSSHKey(k *SSHKey) {

@@ -39,7 +39,7 @@ func run() error {
 	listen := flag.String("listen", "127.0.0.1:4000", "address to listen on")
 	tokens := flag.String("tokens", packetsim.DefaultToken,
 		"comma-separated API tokens; token=projectA|projectB limits a token to those projects")
-	seedFile := flag.String("seed", "", "seed YAML file (default: the built-in seed, see test/infrastructure/packetsim/seed/default.yaml)")
+	seedFile := flag.String("seed", "", "seed YAML file, or \"empty\" for a new account without projects (default: the built-in seed, see test/infrastructure/packetsim/seed/default.yaml)")
 	stateFile := flag.String("state-file", "", "file the state is kept in across restarts (written atomically)")
 	timing := flag.String("timing", "fast", "timing profile: realistic, fast, sandbox (active in ~20s) or instant")
 	perPage := flag.Int("per-page", 10, "default per_page of paginated lists")
@@ -58,7 +58,11 @@ func run() error {
 		return err
 	}
 	opts.Timing = &t
-	if *seedFile != "" {
+	switch *seedFile {
+	case "": // the built-in seed
+	case "empty":
+		opts.Seed = packetsim.EmptySeed()
+	default:
 		if opts.Seed, err = packetsim.LoadSeed(*seedFile); err != nil {
 			return err
 		}

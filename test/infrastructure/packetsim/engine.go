@@ -185,7 +185,7 @@ func (s *Server) enterState(d *Device, state string, at time.Time) {
 }
 
 func (s *Server) addEvent(d *Device, at time.Time, typ, body string) {
-	ev := Event{ID: uuid.NewString(), Type: typ, Body: body, State: "success", CreatedAt: at}
+	ev := Event{ID: uuid.NewString(), DeviceID: d.ID, Type: typ, Body: body, State: "success", CreatedAt: at}
 	d.Events = append(d.Events, ev)
 }
 
@@ -219,8 +219,10 @@ func (s *Server) removeDevice(d *Device, at time.Time) {
 	for _, p := range d.Ports {
 		delete(st.portOwner, p.ID)
 	}
+	// The project's event log outlives the device, as Packet's does.
+	st.ProjectEvents[d.ProjectID] = append(st.ProjectEvents[d.ProjectID], d.Events...)
 	st.ProjectEvents[d.ProjectID] = append(st.ProjectEvents[d.ProjectID],
-		Event{ID: uuid.NewString(), Type: "instance.deleted", Body: "Device " + d.Hostname + " deleted", State: "success", CreatedAt: at})
+		Event{ID: uuid.NewString(), DeviceID: d.ID, Type: "instance.deleted", Body: "Device " + d.Hostname + " deleted", State: "success", CreatedAt: at})
 }
 
 // managementBlock returns (creating it on first use) the project-level

@@ -102,6 +102,8 @@ type Event struct {
 	Body      string    `json:"body"`
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
+	// DeviceID is the device the event is about (its relationship).
+	DeviceID string `json:"device_id,omitempty"`
 }
 
 // IPReservation is a block of addresses owned by a project: an elastic IP

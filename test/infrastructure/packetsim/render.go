@@ -131,8 +131,13 @@ type eventJSON struct {
 	Href          string `json:"href"`
 }
 
+// renderEvent renders an event; its relationships name the device it is about, also when it
+// is listed with the project's events.
 func renderEvent(ev Event, deviceID string) eventJSON {
 	rel := []href{}
+	if deviceID == "" {
+		deviceID = ev.DeviceID
+	}
 	if deviceID != "" {
 		rel = append(rel, href{Href: apiPrefix + "/devices/" + deviceID})
 	}

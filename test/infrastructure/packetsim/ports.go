@@ -248,6 +248,14 @@ func (s *Server) renderVirtualNetwork(vn *VirtualNetwork) map[string]any {
 	out := map[string]any{"id": vn.ID, "description": vn.Description, "vxlan": vn.VXLAN, "metro_code": vn.Metro,
 		"created_at": rfc3339(vn.CreatedAt), "href": apiPrefix + "/virtual-networks/" + vn.ID,
 		"assigned_to": href{Href: apiPrefix + "/projects/" + vn.ProjectID}, "metro": s.catalog.metro(vn.Metro).json}
+	// instances are the devices with a port on the network, as Packet lists them.
+	instances := []href{}
+	for _, id := range s.st.DeviceOrder[vn.ProjectID] {
+		if d := s.st.Devices[id]; d != nil && deviceOnVLAN(d, vn.ID) {
+			instances = append(instances, href{Href: apiPrefix + "/devices/" + d.ID})
+		}
+	}
+	out["instances"] = instances
 	if vn.Facility != "" {
 		out["facility_code"] = vn.Facility
 		out["facility"] = s.catalog.facility(vn.Facility).json
@@ -392,4 +400,14 @@ func (s *Server) deleteVirtualNetwork(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusNoContent, nil, err)
+}
+
+// deviceOnVLAN reports whether a port of the device carries the virtual network.
+func deviceOnVLAN(d *Device, vnID string) bool {
+	for _, p := range d.Ports {
+		if hasTag(p.VLANs, vnID) {
+			return true
+		}
+	}
+	return false
 }

@@ -16,25 +16,28 @@ import (
 // facility as string or array, customdata as string or object, tags null,
 // spot_price_max as number or string, features as map or array.
 type deviceCreateRequest struct {
-	Hostname              string          `json:"hostname"`
-	Plan                  string          `json:"plan"`
-	Metro                 string          `json:"metro"`
-	Facility              json.RawMessage `json:"facility"`
-	OS                    string          `json:"operating_system"`
-	BillingCycle          string          `json:"billing_cycle"`
-	UserData              string          `json:"userdata"`
-	CustomData            json.RawMessage `json:"customdata"`
-	Tags                  []string        `json:"tags"`
-	Description           string          `json:"description"`
-	IPXEScriptURL         string          `json:"ipxe_script_url"`
-	AlwaysPXE             bool            `json:"always_pxe"`
-	HardwareReservationID string          `json:"hardware_reservation_id"`
-	SpotInstance          bool            `json:"spot_instance"`
-	SpotPriceMax          json.RawMessage `json:"spot_price_max"`
-	TerminationTime       *time.Time      `json:"termination_time"`
-	ProjectSSHKeys        []string        `json:"project_ssh_keys"`
-	UserSSHKeys           []string        `json:"user_ssh_keys"`
-	NoSSHKeys             bool            `json:"no_ssh_keys"`
+	Hostname              string             `json:"hostname"`
+	Plan                  string             `json:"plan"`
+	Metro                 string             `json:"metro"`
+	Facility              json.RawMessage    `json:"facility"`
+	OS                    string             `json:"operating_system"`
+	BillingCycle          string             `json:"billing_cycle"`
+	UserData              string             `json:"userdata"`
+	CustomData            json.RawMessage    `json:"customdata"`
+	Tags                  []string           `json:"tags"`
+	Description           string             `json:"description"`
+	IPXEScriptURL         string             `json:"ipxe_script_url"`
+	AlwaysPXE             bool               `json:"always_pxe"`
+	HardwareReservationID string             `json:"hardware_reservation_id"`
+	SpotInstance          bool               `json:"spot_instance"`
+	SpotPriceMax          json.RawMessage    `json:"spot_price_max"`
+	TerminationTime       *time.Time         `json:"termination_time"`
+	ProjectSSHKeys        []string           `json:"project_ssh_keys"`
+	UserSSHKeys           []string           `json:"user_ssh_keys"`
+	NoSSHKeys             bool               `json:"no_ssh_keys"`
+	IPAddresses           []ipAddressRequest `json:"ip_addresses"`
+	PublicIPv4SubnetSize  int                `json:"public_ipv4_subnet_size"`
+	Storage               json.RawMessage    `json:"storage"`
 }
 
 // parseCustomData turns a JSON object, a JSON string holding an object, or
@@ -55,6 +58,19 @@ func parseCustomData(raw json.RawMessage) (map[string]any, error) {
 		return nil, errorf(http.StatusUnprocessableEntity, "Customdata must be a JSON object")
 	}
 	return out, nil
+}
+
+// parseStorage keeps a custom partitioning and RAID layout (CPR) as sent: Packet returns it
+// as the device's storage. It must be an object.
+func parseStorage(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, "Storage must be a JSON object")
+	}
+	return append(json.RawMessage(nil), raw...), nil
 }
 
 func parseFacilities(raw json.RawMessage) ([]string, error) {
@@ -233,6 +249,14 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	if err != nil {
 		return nil, err
 	}
+	managementIPs, err := planManagementIPs(req.IPAddresses, osEntry, req.PublicIPv4SubnetSize, true)
+	if err != nil {
+		return nil, err
+	}
+	storage, err := parseStorage(req.Storage)
+	if err != nil {
+		return nil, err
+	}
 	spotMax, err := parseFloat(req.SpotPriceMax)
 	if err != nil {
 		return nil, errorf(http.StatusUnprocessableEntity, "Spot price max is not a number")
@@ -255,7 +279,7 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	d := &Device{ID: uuid.NewString(), ProjectID: projectID, Plan: plan.Slug, OS: osEntry.Slug, Hostname: req.Hostname,
 		Description: req.Description, Tags: req.Tags, UserData: req.UserData, CustomData: customData, BillingCycle: req.BillingCycle,
 		IPXEScriptURL: req.IPXEScriptURL, AlwaysPXE: req.AlwaysPXE, SpotInstance: req.SpotInstance, SpotPriceMax: spotMax,
-		CreatedAt: now, UpdatedAt: now}
+		ManagementIPs: managementIPs, Storage: storage, CreatedAt: now, UpdatedAt: now}
 	if d.Tags == nil {
 		d.Tags = []string{}
 	}

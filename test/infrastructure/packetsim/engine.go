@@ -256,17 +256,14 @@ func (s *Server) managementBlock(projectID, facility, typ string, at time.Time) 
 	return r, nil
 }
 
-// allocateManagementIPs gives a provisioning device its public /31, IPv6
-// /127 and private /31, as assignments of the project's management blocks.
+// allocateManagementIPs gives a provisioning device its management addresses
+// (by default a public /31, IPv6 /127 and private /31), as assignments of the
+// project's management blocks.
 func (s *Server) allocateManagementIPs(d *Device, at time.Time) error {
 	if len(d.IPAssignmentIDs) > 0 {
 		return nil // reinstall or rescue keep their addresses
 	}
-	for _, spec := range []struct {
-		typ  string
-		pool string
-		cidr int
-	}{{"public_ipv4", s.seed.IPPools.PublicIPv4, 31}, {"public_ipv6", s.seed.IPPools.PublicIPv6, 127}, {"private_ipv4", s.seed.IPPools.PrivateIPv4, 31}} {
+	for _, spec := range s.managementSpecs(d) {
 		block, err := s.managementBlock(d.ProjectID, d.Facility, spec.typ, at)
 		if err != nil {
 			return fmt.Errorf("%s", msgInsufficientIPSpace)
@@ -275,7 +272,7 @@ func (s *Server) allocateManagementIPs(d *Device, at time.Time) error {
 		if err != nil {
 			return fmt.Errorf("%s", msgInsufficientIPSpace)
 		}
-		a := &IPAssignment{ID: uuid.NewString(), ReservationID: block.ID, DeviceID: d.ID, Address: addrAdd(network, 1).String(),
+		a := &IPAssignment{ID: uuid.NewString(), ReservationID: block.ID, DeviceID: d.ID, Address: hostAddress(network, spec.cidr).String(),
 			Network: network.String(), CIDR: spec.cidr, Management: true, CreatedAt: at}
 		s.st.IPAssignments[a.ID] = a
 		block.AssignmentIDs = append(block.AssignmentIDs, a.ID)

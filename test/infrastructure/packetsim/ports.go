@@ -169,8 +169,16 @@ func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 }
 
 // portConvert serves convert/layer-2 (the device loses its management IP
-// assignments) and convert/layer-3 (they come back; VLANs must be gone).
+// assignments) and convert/layer-3 (they come back, only those of request_ips
+// when it names any; VLANs must be gone).
 func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		RequestIPs []ipAddressRequest `json:"request_ips"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	now := s.writeLock()
 	body, err := func() (any, error) {
 		d, p, err := s.port(r)
@@ -193,6 +201,13 @@ func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
 				if len(port.VLANs) > 0 {
 					return nil, errorf(http.StatusUnprocessableEntity, "Virtual networks must be unassigned before converting to layer 3")
 				}
+			}
+			if len(req.RequestIPs) > 0 {
+				ips, err := planManagementIPs(req.RequestIPs, s.catalog.os(d.OS), 0, false)
+				if err != nil {
+					return nil, err
+				}
+				d.ManagementIPs = ips
 			}
 			p.NetworkType = "layer3"
 			for i := range d.Ports {

@@ -92,6 +92,34 @@ var _ = Describe("device fidelity", func() {
 		Expect(e.sim.Devices(projectID)).To(BeEmpty())
 	})
 
+	It("refuses a billing cycle Packet does not sell, on create and on update", func() {
+		_, _, err := e.client.Devices.Create(&packngo.DeviceCreateRequest{Plan: "c3.small.x86", Metro: "sv", OS: "ubuntu_22_04",
+			ProjectID: projectID, BillingCycle: "weekly"})
+		status, msgs := apiError(err)
+		Expect(status).To(Equal(422))
+		Expect(msgs).To(ConsistOf(ContainSubstring("Billing cycle")))
+		d := e.createDevice(func(r *packngo.DeviceCreateRequest) { r.BillingCycle = "monthly" })
+		Expect(d.BillingCycle).To(Equal("monthly"))
+		// packngo's DeviceUpdateRequest has no billing_cycle; the API's PUT does.
+		req, err := e.client.NewRequest("PUT", "/devices/"+d.ID, map[string]string{"billing_cycle": "weekly"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = e.client.Do(req, nil)
+		status, _ = apiError(err)
+		Expect(status).To(Equal(422))
+	})
+
+	It("refuses to reinstall an operating system the plan cannot run", func() {
+		d := e.createDevice(func(r *packngo.DeviceCreateRequest) { r.Plan = "g2.large.x86" })
+		e.sim.Advance(time.Minute)
+		_, err := e.client.Devices.Reinstall(d.ID, &packngo.DeviceReinstallFields{OperatingSystem: "flatcar_stable"})
+		status, msgs := apiError(err)
+		Expect(status).To(Equal(422))
+		Expect(msgs).To(ConsistOf("Operating system flatcar_stable is not provisionable on plan g2.large.x86"))
+		got, _ := e.getDevice(d.ID)
+		Expect(got.State).To(Equal("active"))
+		Expect(got.OS.Slug).To(Equal("ubuntu_22_04"))
+	})
+
 	It("gives Windows the Admin user and a /30 public IPv4", func() {
 		e = newEnv(func(o *packetsim.Options) {
 			o.Seed = packetsim.DefaultSeed()

@@ -126,6 +126,15 @@ func (s *Server) validateUserdata(u string) error {
 	return errorf(http.StatusUnprocessableEntity, msgUserdataFormat)
 }
 
+// validateBillingCycle accepts the billing cycles of Packet's API ("" means hourly).
+func validateBillingCycle(c string) error {
+	switch c {
+	case "", "hourly", "daily", "monthly", "yearly":
+		return nil
+	}
+	return errorf(http.StatusUnprocessableEntity, "Billing cycle is not included in the list")
+}
+
 var hostnamePattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$`)
 
 // readProject checks the project exists and the token may see it. Callers
@@ -232,6 +241,9 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	}
 	if req.Hostname != "" && !hostnamePattern.MatchString(req.Hostname) {
 		return nil, errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
+	}
+	if err := validateBillingCycle(req.BillingCycle); err != nil {
+		return nil, err
 	}
 	if err := s.validateUserdata(req.UserData); err != nil {
 		return nil, err
@@ -522,6 +534,11 @@ func (s *Server) updateDevice(w http.ResponseWriter, r *http.Request) {
 				return nil, err
 			}
 		}
+		if req.BillingCycle != nil {
+			if err := validateBillingCycle(*req.BillingCycle); err != nil {
+				return nil, err
+			}
+		}
 		var customData map[string]any
 		if len(req.CustomData) > 0 {
 			if customData, err = parseCustomData(req.CustomData); err != nil {
@@ -651,6 +668,9 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request) {
 				o := s.catalog.os(req.OperatingSystem)
 				if o == nil {
 					return errorf(http.StatusUnprocessableEntity, "Operating system is not valid")
+				}
+				if !o.provisionableOn(d.Plan) {
+					return errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", o.Slug, d.Plan))
 				}
 				d.OS = o.Slug
 			}

@@ -16,25 +16,28 @@ import (
 // facility as string or array, customdata as string or object, tags null,
 // spot_price_max as number or string, features as map or array.
 type deviceCreateRequest struct {
-	Hostname              string          `json:"hostname"`
-	Plan                  string          `json:"plan"`
-	Metro                 string          `json:"metro"`
-	Facility              json.RawMessage `json:"facility"`
-	OS                    string          `json:"operating_system"`
-	BillingCycle          string          `json:"billing_cycle"`
-	UserData              string          `json:"userdata"`
-	CustomData            json.RawMessage `json:"customdata"`
-	Tags                  []string        `json:"tags"`
-	Description           string          `json:"description"`
-	IPXEScriptURL         string          `json:"ipxe_script_url"`
-	AlwaysPXE             bool            `json:"always_pxe"`
-	HardwareReservationID string          `json:"hardware_reservation_id"`
-	SpotInstance          bool            `json:"spot_instance"`
-	SpotPriceMax          json.RawMessage `json:"spot_price_max"`
-	TerminationTime       *time.Time      `json:"termination_time"`
-	ProjectSSHKeys        []string        `json:"project_ssh_keys"`
-	UserSSHKeys           []string        `json:"user_ssh_keys"`
-	NoSSHKeys             bool            `json:"no_ssh_keys"`
+	Hostname              string             `json:"hostname"`
+	Plan                  string             `json:"plan"`
+	Metro                 string             `json:"metro"`
+	Facility              json.RawMessage    `json:"facility"`
+	OS                    string             `json:"operating_system"`
+	BillingCycle          string             `json:"billing_cycle"`
+	UserData              string             `json:"userdata"`
+	CustomData            json.RawMessage    `json:"customdata"`
+	Tags                  []string           `json:"tags"`
+	Description           string             `json:"description"`
+	IPXEScriptURL         string             `json:"ipxe_script_url"`
+	AlwaysPXE             bool               `json:"always_pxe"`
+	HardwareReservationID string             `json:"hardware_reservation_id"`
+	SpotInstance          bool               `json:"spot_instance"`
+	SpotPriceMax          json.RawMessage    `json:"spot_price_max"`
+	TerminationTime       *time.Time         `json:"termination_time"`
+	ProjectSSHKeys        []string           `json:"project_ssh_keys"`
+	UserSSHKeys           []string           `json:"user_ssh_keys"`
+	NoSSHKeys             bool               `json:"no_ssh_keys"`
+	IPAddresses           []ipAddressRequest `json:"ip_addresses"`
+	PublicIPv4SubnetSize  int                `json:"public_ipv4_subnet_size"`
+	Storage               json.RawMessage    `json:"storage"`
 }
 
 // parseCustomData turns a JSON object, a JSON string holding an object, or
@@ -55,6 +58,19 @@ func parseCustomData(raw json.RawMessage) (map[string]any, error) {
 		return nil, errorf(http.StatusUnprocessableEntity, "Customdata must be a JSON object")
 	}
 	return out, nil
+}
+
+// parseStorage keeps a custom partitioning and RAID layout (CPR) as sent: Packet returns it
+// as the device's storage. It must be an object.
+func parseStorage(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, "Storage must be a JSON object")
+	}
+	return append(json.RawMessage(nil), raw...), nil
 }
 
 func parseFacilities(raw json.RawMessage) ([]string, error) {
@@ -108,6 +124,15 @@ func (s *Server) validateUserdata(u string) error {
 		}
 	}
 	return errorf(http.StatusUnprocessableEntity, msgUserdataFormat)
+}
+
+// validateBillingCycle accepts the billing cycles of Packet's API ("" means hourly).
+func validateBillingCycle(c string) error {
+	switch c {
+	case "", "hourly", "daily", "monthly", "yearly":
+		return nil
+	}
+	return errorf(http.StatusUnprocessableEntity, "Billing cycle is not included in the list")
 }
 
 var hostnamePattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$`)
@@ -217,6 +242,9 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	if req.Hostname != "" && !hostnamePattern.MatchString(req.Hostname) {
 		return nil, errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
 	}
+	if err := validateBillingCycle(req.BillingCycle); err != nil {
+		return nil, err
+	}
 	if err := s.validateUserdata(req.UserData); err != nil {
 		return nil, err
 	}
@@ -230,6 +258,14 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 		}
 	}
 	customData, err := parseCustomData(req.CustomData)
+	if err != nil {
+		return nil, err
+	}
+	managementIPs, err := planManagementIPs(req.IPAddresses, osEntry, req.PublicIPv4SubnetSize, true)
+	if err != nil {
+		return nil, err
+	}
+	storage, err := parseStorage(req.Storage)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +291,7 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	d := &Device{ID: uuid.NewString(), ProjectID: projectID, Plan: plan.Slug, OS: osEntry.Slug, Hostname: req.Hostname,
 		Description: req.Description, Tags: req.Tags, UserData: req.UserData, CustomData: customData, BillingCycle: req.BillingCycle,
 		IPXEScriptURL: req.IPXEScriptURL, AlwaysPXE: req.AlwaysPXE, SpotInstance: req.SpotInstance, SpotPriceMax: spotMax,
-		CreatedAt: now, UpdatedAt: now}
+		ManagementIPs: managementIPs, Storage: storage, CreatedAt: now, UpdatedAt: now}
 	if d.Tags == nil {
 		d.Tags = []string{}
 	}
@@ -498,6 +534,11 @@ func (s *Server) updateDevice(w http.ResponseWriter, r *http.Request) {
 				return nil, err
 			}
 		}
+		if req.BillingCycle != nil {
+			if err := validateBillingCycle(*req.BillingCycle); err != nil {
+				return nil, err
+			}
+		}
 		var customData map[string]any
 		if len(req.CustomData) > 0 {
 			if customData, err = parseCustomData(req.CustomData); err != nil {
@@ -627,6 +668,9 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request) {
 				o := s.catalog.os(req.OperatingSystem)
 				if o == nil {
 					return errorf(http.StatusUnprocessableEntity, "Operating system is not valid")
+				}
+				if !o.provisionableOn(d.Plan) {
+					return errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", o.Slug, d.Plan))
 				}
 				d.OS = o.Slug
 			}

@@ -185,7 +185,7 @@ func (s *Server) enterState(d *Device, state string, at time.Time) {
 }
 
 func (s *Server) addEvent(d *Device, at time.Time, typ, body string) {
-	ev := Event{ID: uuid.NewString(), Type: typ, Body: body, State: "success", CreatedAt: at}
+	ev := Event{ID: uuid.NewString(), DeviceID: d.ID, Type: typ, Body: body, State: "success", CreatedAt: at}
 	d.Events = append(d.Events, ev)
 }
 
@@ -219,8 +219,10 @@ func (s *Server) removeDevice(d *Device, at time.Time) {
 	for _, p := range d.Ports {
 		delete(st.portOwner, p.ID)
 	}
+	// The project's event log outlives the device, as Packet's does.
+	st.ProjectEvents[d.ProjectID] = append(st.ProjectEvents[d.ProjectID], d.Events...)
 	st.ProjectEvents[d.ProjectID] = append(st.ProjectEvents[d.ProjectID],
-		Event{ID: uuid.NewString(), Type: "instance.deleted", Body: "Device " + d.Hostname + " deleted", State: "success", CreatedAt: at})
+		Event{ID: uuid.NewString(), DeviceID: d.ID, Type: "instance.deleted", Body: "Device " + d.Hostname + " deleted", State: "success", CreatedAt: at})
 }
 
 // managementBlock returns (creating it on first use) the project-level
@@ -254,17 +256,14 @@ func (s *Server) managementBlock(projectID, facility, typ string, at time.Time) 
 	return r, nil
 }
 
-// allocateManagementIPs gives a provisioning device its public /31, IPv6
-// /127 and private /31, as assignments of the project's management blocks.
+// allocateManagementIPs gives a provisioning device its management addresses
+// (by default a public /31, IPv6 /127 and private /31), as assignments of the
+// project's management blocks.
 func (s *Server) allocateManagementIPs(d *Device, at time.Time) error {
 	if len(d.IPAssignmentIDs) > 0 {
 		return nil // reinstall or rescue keep their addresses
 	}
-	for _, spec := range []struct {
-		typ  string
-		pool string
-		cidr int
-	}{{"public_ipv4", s.seed.IPPools.PublicIPv4, 31}, {"public_ipv6", s.seed.IPPools.PublicIPv6, 127}, {"private_ipv4", s.seed.IPPools.PrivateIPv4, 31}} {
+	for _, spec := range s.managementSpecs(d) {
 		block, err := s.managementBlock(d.ProjectID, d.Facility, spec.typ, at)
 		if err != nil {
 			return fmt.Errorf("%s", msgInsufficientIPSpace)
@@ -273,7 +272,7 @@ func (s *Server) allocateManagementIPs(d *Device, at time.Time) error {
 		if err != nil {
 			return fmt.Errorf("%s", msgInsufficientIPSpace)
 		}
-		a := &IPAssignment{ID: uuid.NewString(), ReservationID: block.ID, DeviceID: d.ID, Address: addrAdd(network, 1).String(),
+		a := &IPAssignment{ID: uuid.NewString(), ReservationID: block.ID, DeviceID: d.ID, Address: hostAddress(network, spec.cidr).String(),
 			Network: network.String(), CIDR: spec.cidr, Management: true, CreatedAt: at}
 		s.st.IPAssignments[a.ID] = a
 		block.AssignmentIDs = append(block.AssignmentIDs, a.ID)

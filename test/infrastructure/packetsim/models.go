@@ -1,6 +1,9 @@
 package packetsim
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The types below are both the simulator's storage and what the inspection
 // accessors return (as deep copies). They are not the API's JSON shapes;
@@ -64,6 +67,11 @@ type Device struct {
 	Ports           []Port   `json:"ports"`
 	Events          []Event  `json:"events,omitempty"`
 	RootPassword    string   `json:"root_password,omitempty"`
+	// ManagementIPs are the management addresses the create request asked for
+	// (ip_addresses); nil means Packet's default three.
+	ManagementIPs []ManagementIP `json:"management_ips,omitempty"`
+	// Storage is the custom partitioning and RAID layout (CPR) as sent.
+	Storage json.RawMessage `json:"storage,omitempty"`
 	// ProvisioningStarted and ProvisioningDuration give the percentage.
 	ProvisioningStarted  time.Time     `json:"provisioning_started,omitzero"`
 	ProvisioningDuration time.Duration `json:"provisioning_duration,omitempty"`
@@ -105,6 +113,8 @@ type Event struct {
 	Body      string    `json:"body"`
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
+	// DeviceID is the device the event is about (its relationship).
+	DeviceID string `json:"device_id,omitempty"`
 }
 
 // IPReservation is a block of addresses owned by a project: an elastic IP
@@ -217,6 +227,7 @@ func (d *Device) clone() Device {
 		c.Ports[i] = p
 	}
 	c.Events = append([]Event(nil), d.Events...)
+	c.ManagementIPs = append([]ManagementIP(nil), d.ManagementIPs...)
 	if d.CustomData != nil {
 		c.CustomData = make(map[string]any, len(d.CustomData))
 		for k, v := range d.CustomData {

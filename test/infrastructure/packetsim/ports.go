@@ -169,8 +169,16 @@ func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 }
 
 // portConvert serves convert/layer-2 (the device loses its management IP
-// assignments) and convert/layer-3 (they come back; VLANs must be gone).
+// assignments) and convert/layer-3 (they come back, only those of request_ips
+// when it names any; VLANs must be gone).
 func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		RequestIPs []ipAddressRequest `json:"request_ips"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	now := s.writeLock()
 	body, err := func() (any, error) {
 		d, p, err := s.port(r)
@@ -193,6 +201,13 @@ func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
 				if len(port.VLANs) > 0 {
 					return nil, errorf(http.StatusUnprocessableEntity, "Virtual networks must be unassigned before converting to layer 3")
 				}
+			}
+			if len(req.RequestIPs) > 0 {
+				ips, err := planManagementIPs(req.RequestIPs, s.catalog.os(d.OS), 0, false)
+				if err != nil {
+					return nil, err
+				}
+				d.ManagementIPs = ips
 			}
 			p.NetworkType = "layer3"
 			for i := range d.Ports {
@@ -248,6 +263,14 @@ func (s *Server) renderVirtualNetwork(vn *VirtualNetwork) map[string]any {
 	out := map[string]any{"id": vn.ID, "description": vn.Description, "vxlan": vn.VXLAN, "metro_code": vn.Metro,
 		"created_at": rfc3339(vn.CreatedAt), "href": apiPrefix + "/virtual-networks/" + vn.ID,
 		"assigned_to": href{Href: apiPrefix + "/projects/" + vn.ProjectID}, "metro": s.catalog.metro(vn.Metro).json}
+	// instances are the devices with a port on the network, as Packet lists them.
+	instances := []href{}
+	for _, id := range s.st.DeviceOrder[vn.ProjectID] {
+		if d := s.st.Devices[id]; d != nil && deviceOnVLAN(d, vn.ID) {
+			instances = append(instances, href{Href: apiPrefix + "/devices/" + d.ID})
+		}
+	}
+	out["instances"] = instances
 	if vn.Facility != "" {
 		out["facility_code"] = vn.Facility
 		out["facility"] = s.catalog.facility(vn.Facility).json
@@ -392,4 +415,14 @@ func (s *Server) deleteVirtualNetwork(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusNoContent, nil, err)
+}
+
+// deviceOnVLAN reports whether a port of the device carries the virtual network.
+func deviceOnVLAN(d *Device, vnID string) bool {
+	for _, p := range d.Ports {
+		if hasTag(p.VLANs, vnID) {
+			return true
+		}
+	}
+	return false
 }

@@ -32,7 +32,9 @@ type deviceJSON struct {
 	ProvisioningEvents     []eventJSON     `json:"provisioning_events,omitempty"`
 	ProvisioningPercentage float64         `json:"provisioning_percentage,omitempty"`
 	UserData               string          `json:"userdata"`
+	User                   string          `json:"user"`
 	RootPassword           string          `json:"root_password,omitempty"`
+	Storage                json.RawMessage `json:"storage,omitempty"`
 	IPXEScriptURL          string          `json:"ipxe_script_url,omitempty"`
 	AlwaysPXE              bool            `json:"always_pxe"`
 	HardwareReservation    any             `json:"hardware_reservation,omitempty"`
@@ -49,10 +51,11 @@ type deviceJSON struct {
 
 func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON {
 	fac := s.catalog.facility(d.Facility)
+	osEntry := s.catalog.os(d.OS)
 	out := deviceJSON{ID: d.ID, ShortID: d.ShortID, Href: apiPrefix + "/devices/" + d.ID, Hostname: d.Hostname,
 		State: d.State, CreatedAt: rfc3339(d.CreatedAt), UpdatedAt: rfc3339(d.UpdatedAt), Locked: d.Locked,
 		BillingCycle: d.BillingCycle, Tags: d.Tags, IPAddresses: []ipJSON{}, Volumes: []href{},
-		OS: s.catalog.os(d.OS).json, Plan: s.catalog.plan(d.Plan).jsonLite, Facility: fac.json, Metro: fac.metro.json,
+		OS: osEntry.json, User: loginUser(osEntry), Storage: d.Storage, Plan: s.catalog.plan(d.Plan).jsonLite, Facility: fac.json, Metro: fac.metro.json,
 		UserData: d.UserData, IPXEScriptURL: d.IPXEScriptURL, AlwaysPXE: d.AlwaysPXE, SpotInstance: d.SpotInstance,
 		SpotPriceMax: d.SpotPriceMax, CustomData: d.CustomData, SwitchUUID: stableID("switch", d.Facility+d.ID[:2]),
 		SOS:       d.ShortID + "@sos." + d.Facility + ".platformequinix.com",
@@ -120,6 +123,15 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 	return out
 }
 
+// loginUser is the account a device's operating system is provisioned with: Packet reports
+// "root", and "Admin" on Windows.
+func loginUser(o *osEntry) string {
+	if o.Distro == "windows" {
+		return "Admin"
+	}
+	return "root"
+}
+
 type eventJSON struct {
 	ID            string `json:"id"`
 	State         string `json:"state"`
@@ -131,8 +143,13 @@ type eventJSON struct {
 	Href          string `json:"href"`
 }
 
+// renderEvent renders an event; its relationships name the device it is about, also when it
+// is listed with the project's events.
 func renderEvent(ev Event, deviceID string) eventJSON {
 	rel := []href{}
+	if deviceID == "" {
+		deviceID = ev.DeviceID
+	}
 	if deviceID != "" {
 		rel = append(rel, href{Href: apiPrefix + "/devices/" + deviceID})
 	}
@@ -196,6 +213,9 @@ func (s *Server) renderAssignment(a *IPAssignment) ipJSON {
 	}
 	if a.CIDR == network.BitLen() {
 		out.Gateway = a.Address
+	} else if a.Management && a.CIDR < network.BitLen()-1 {
+		// A management /30 or larger (Windows, ESXi, or asked for): the first host is the gateway.
+		out.Gateway = addrAdd(network, 1).String()
 	}
 	pb := parentBlock{Network: r.Network, CIDR: r.CIDR, Href: apiPrefix + "/ips/" + r.ID}
 	if a.Management {

@@ -1,0 +1,68 @@
+package packetsim_test
+
+import (
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/packethost/packngo"
+)
+
+// Conformance of IPs, BGP, SSH keys and hardware reservations: what packngo
+// v0.31.0 decodes must be what Packet would send.
+
+// ed25519Key is an OpenSSH public key line for a made-up key (seed fills
+// the 32 key bytes) and its MD5 fingerprint as Packet shows it.
+func ed25519Key(seed byte, comment string) (line, fingerprint string) {
+	var blob []byte
+	for _, part := range [][]byte{[]byte("ssh-ed25519"), make([]byte, 32)} {
+		blob = binary.BigEndian.AppendUint32(blob, uint32(len(part)))
+		blob = append(blob, part...)
+	}
+	for i := len(blob) - 32; i < len(blob); i++ {
+		blob[i] = seed + byte(i)
+	}
+	sum := md5.Sum(blob)
+	hex := make([]string, len(sum))
+	for i, b := range sum {
+		hex[i] = fmt.Sprintf("%02x", b)
+	}
+	return "ssh-ed25519 " + base64.StdEncoding.EncodeToString(blob) + " " + comment, strings.Join(hex, ":")
+}
+
+func strPtr(s string) *string { return &s }
+
+var _ = Describe("SSH key fidelity", func() {
+	It("keeps key bodies byte for byte: a trailing newline is part of the key", func() {
+		e := newEnv()
+		line, fp := ed25519Key(1, "ops@example.com")
+		body := line + "\n"
+		k, _, err := e.client.SSHKeys.Create(&packngo.SSHKeyCreateRequest{Label: "ops", Key: body, ProjectID: projectID})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k.Key).To(Equal(body))
+		Expect(k.FingerPrint).To(Equal(fp), "MD5 of the key blob, whatever surrounds it")
+		got, _, err := e.client.SSHKeys.Get(k.ID, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Key).To(Equal(body))
+		listed, _, err := e.client.SSHKeys.ProjectList(projectID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(listed).To(ContainElement(HaveField("Key", body)))
+
+		userLine, _ := ed25519Key(2, "me")
+		user, _, err := e.client.SSHKeys.Create(&packngo.SSHKeyCreateRequest{Label: "me", Key: "  " + userLine + "\r\n"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(user.Key).To(Equal("  " + userLine + "\r\n"))
+		Expect(user.Owner.Href).To(HavePrefix("/metal/v1/users/"))
+
+		newLine, newFP := ed25519Key(3, "rotated")
+		updated, _, err := e.client.SSHKeys.Update(k.ID, &packngo.SSHKeyUpdateRequest{Key: strPtr(newLine + "\n\n")})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(updated.Key).To(Equal(newLine + "\n\n"))
+		Expect(updated.FingerPrint).To(Equal(newFP))
+		Expect(updated.Label).To(Equal("ops"), "a PATCH without a label keeps it")
+	})
+})

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -64,5 +65,49 @@ var _ = Describe("SSH key fidelity", func() {
 		Expect(updated.Key).To(Equal(newLine + "\n\n"))
 		Expect(updated.FingerPrint).To(Equal(newFP))
 		Expect(updated.Label).To(Equal("ops"), "a PATCH without a label keeps it")
+	})
+})
+
+var _ = Describe("IP reservation fidelity", func() {
+	It("marks global IPv4 global and metro-less, and assigns it in any metro", func() {
+		e := newEnv()
+		global, _, err := e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: packngo.GlobalIPv4, Quantity: 1})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(global.Global).To(BeTrue())
+		Expect(global.Metro).To(BeNil())
+		Expect(global.Facility).To(BeNil())
+		Expect(global.CIDR).To(Equal(32))
+
+		_, _, err = e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: packngo.GlobalIPv4, Quantity: 1, Metro: strPtr("sv")})
+		status, _ := apiError(err)
+		Expect(status).To(Equal(422), "global addresses belong to no metro")
+
+		d := e.createDevice(func(r *packngo.DeviceCreateRequest) { r.Metro = "da" })
+		e.sim.Advance(time.Minute)
+		a, _, err := e.client.DeviceIPs.Assign(d.ID, &packngo.AddressStruct{Address: global.Address})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a.Global).To(BeTrue())
+		Expect(a.Metro).To(BeNil())
+
+		elastic, _, err := e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: packngo.PublicIPv4, Quantity: 1, Metro: strPtr("da")})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(elastic.Global).To(BeFalse())
+		Expect(elastic.Metro).NotTo(BeNil())
+		Expect(elastic.Metro.Code).To(Equal("da"))
+	})
+
+	It("bills elastic blocks as add-ons, never the management blocks a device brings", func() {
+		e := newEnv()
+		e.createDevice()
+		e.sim.Advance(time.Minute)
+		_, _, err := e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: packngo.PublicIPv4, Quantity: 2, Metro: strPtr("sv")})
+		Expect(err).NotTo(HaveOccurred())
+		all, _, err := e.client.ProjectIPs.List(projectID, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(all).To(HaveLen(4), "public IPv4, IPv6 and private IPv4 management blocks, one elastic block")
+		for _, r := range all {
+			Expect(r.Addon).To(Equal(!r.Management), "addon of %s management=%v", r.Type, r.Management)
+			Expect(r.Bill).To(Equal(!r.Management), "bill of %s management=%v", r.Type, r.Management)
+		}
 	})
 })

@@ -111,3 +111,85 @@ var _ = Describe("IP reservation fidelity", func() {
 		}
 	})
 })
+
+var _ = Describe("BGP fidelity", func() {
+	// deviceAddress is the device's management address of a family and kind.
+	deviceAddress := func(e *env, deviceID string, family int, public bool) string {
+		ips, _, err := e.client.DeviceIPs.List(deviceID, nil)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		for _, ip := range ips {
+			if ip.Management && ip.AddressFamily == family && ip.Public == public {
+				return ip.Address
+			}
+		}
+		Fail(fmt.Sprintf("device %s has no management IPv%d address (public=%v)", deviceID, family, public))
+		return ""
+	}
+
+	It("gives neighbors the routes Packet accepts from and sends to the device", func() {
+		e := newEnv()
+		d := e.createDevice()
+		e.sim.Advance(time.Minute)
+		elastic, _, err := e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: packngo.PublicIPv4, Quantity: 4, Metro: strPtr("sv")})
+		Expect(err).NotTo(HaveOccurred())
+		global, _, err := e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: packngo.GlobalIPv4, Quantity: 1})
+		Expect(err).NotTo(HaveOccurred())
+		_, _, err = e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: packngo.PublicIPv4, Quantity: 1, Metro: strPtr("ny")})
+		Expect(err).NotTo(HaveOccurred())
+		v6Blocks, _, err := e.client.ProjectIPs.List(projectID, (&packngo.ListOptions{}).Filter("types", "public_ipv6"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(v6Blocks).To(HaveLen(1))
+
+		_, err = e.client.BGPConfig.Create(projectID, packngo.CreateBGPConfigRequest{DeploymentType: "local", Asn: 65000, Md5: "Secret1234x"})
+		Expect(err).NotTo(HaveOccurred())
+		yes := true
+		_, _, err = e.client.BGPSessions.Create(d.ID, packngo.CreateBGPSessionRequest{AddressFamily: "ipv4", DefaultRoute: &yes})
+		Expect(err).NotTo(HaveOccurred())
+		e.sim.Advance(time.Second) // the IPv6 session is the younger one
+		_, _, err = e.client.BGPSessions.Create(d.ID, packngo.CreateBGPSessionRequest{AddressFamily: "ipv6"})
+		Expect(err).NotTo(HaveOccurred())
+
+		neighbors, _, err := e.client.Devices.ListBGPNeighbors(d.ID, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(neighbors).To(HaveLen(2))
+		v4, v6 := neighbors[0], neighbors[1]
+		Expect(v4.AddressFamily).To(Equal(4))
+		Expect(v4.CustomerIP).To(Equal(deviceAddress(e, d.ID, 4, false)), "IPv4 sessions run over the private address")
+		Expect(v4.Md5Enabled).To(BeTrue())
+		Expect(v4.Md5Password).To(Equal("Secret1234x"))
+		Expect(v4.RoutesIn).To(ConsistOf(
+			packngo.BGPRoute{Route: fmt.Sprintf("%s/%d", elastic.Network, elastic.CIDR)},
+			packngo.BGPRoute{Route: global.Network + "/32"}), "the project's elastic blocks in the metro, and global ones")
+		Expect(v4.RoutesOut).To(ConsistOf(packngo.BGPRoute{Route: "0.0.0.0/0", Exact: true}), "the default route, asked for")
+
+		Expect(v6.AddressFamily).To(Equal(6))
+		Expect(v6.CustomerIP).To(Equal(deviceAddress(e, d.ID, 6, true)), "IPv6 sessions run over the public IPv6 address")
+		Expect(v6.PeerIps).To(ConsistOf("fc00::e", "fc00::f"))
+		Expect(v6.RoutesIn).To(ConsistOf(packngo.BGPRoute{Route: fmt.Sprintf("%s/%d", v6Blocks[0].Network, v6Blocks[0].CIDR)}))
+		Expect(v6.RoutesOut).To(BeEmpty())
+		Expect(v6.RoutesOut).NotTo(BeNil(), "routes_out is an empty list, never null")
+	})
+
+	It("lists neighbors and a config's sessions oldest first, every time", func() {
+		e := newEnv()
+		d := e.createDevice()
+		e.sim.Advance(time.Minute)
+		_, err := e.client.BGPConfig.Create(projectID, packngo.CreateBGPConfigRequest{DeploymentType: "local", Asn: 65000})
+		Expect(err).NotTo(HaveOccurred())
+		var ids []string
+		for _, family := range []string{"ipv6", "ipv4"} {
+			bs, _, err := e.client.BGPSessions.Create(d.ID, packngo.CreateBGPSessionRequest{AddressFamily: family})
+			Expect(err).NotTo(HaveOccurred())
+			ids = append(ids, bs.ID)
+			e.sim.Advance(time.Second)
+		}
+		for range 20 {
+			neighbors, _, err := e.client.Devices.ListBGPNeighbors(d.ID, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect([]int{neighbors[0].AddressFamily, neighbors[1].AddressFamily}).To(Equal([]int{6, 4}))
+			cfg, _, err := e.client.BGPConfig.Get(projectID, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect([]string{cfg.Sessions[0].ID, cfg.Sessions[1].ID}).To(Equal(ids))
+		}
+	})
+})

@@ -193,3 +193,41 @@ var _ = Describe("BGP fidelity", func() {
 		}
 	})
 })
+
+var _ = Describe("hardware reservation fidelity", func() {
+	It("serves every field packngo reads, with the device expanded on request", func() {
+		e := newEnv()
+		const hwID = "00000000-0000-4000-8000-00000000a004"
+		d := e.createDevice(func(r *packngo.DeviceCreateRequest) {
+			r.Plan, r.HardwareReservationID = "m3.large.x86", hwID
+		})
+		hw, _, err := e.client.HardwareReservations.Get(hwID, &packngo.GetOptions{Includes: []string{"device", "project"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hw.ShortID).To(Equal(hwID[:8]))
+		Expect(hw.Href).To(Equal("/metal/v1/hardware-reservations/" + hwID))
+		Expect(hw.Plan.Slug).To(Equal("m3.large.x86"))
+		Expect(hw.Facility.Code).To(Equal("sv16"))
+		Expect(hw.Facility.Metro).NotTo(BeNil())
+		Expect(hw.Facility.Metro.Code).To(Equal("sv"))
+		Expect(hw.Project.ID).To(Equal(projectID))
+		Expect(hw.Device).NotTo(BeNil())
+		Expect(hw.Device.ID).To(Equal(d.ID))
+		Expect(hw.Device.Hostname).To(Equal(d.Hostname))
+		Expect(hw.Provisionable).To(BeFalse())
+		Expect(hw.Spare).To(BeFalse())
+		Expect(hw.SwitchUUID).To(MatchRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`))
+		Expect(hw.CreatedAt.Time.IsZero()).To(BeFalse())
+
+		plain, _, err := e.client.HardwareReservations.Get(hwID, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(plain.Device.Href).To(Equal("/metal/v1/devices/"+d.ID), "a reference unless included")
+		Expect(plain.Device.Hostname).To(BeEmpty())
+		Expect(plain.Project.URL).To(Equal("/metal/v1/projects/" + projectID))
+
+		spare, _, err := e.client.HardwareReservations.Get("00000000-0000-4000-8000-00000000a005", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(spare.Spare).To(BeTrue())
+		Expect(spare.Provisionable).To(BeFalse(), "spares are not provisionable until activated")
+		Expect(spare.Device).To(BeNil())
+	})
+})

@@ -10,10 +10,11 @@ import (
 
 func (s *Server) renderBGPConfig(c *BGPConfig, now time.Time) map[string]any {
 	sessions := []any{}
-	for _, bs := range s.st.BGPSessions {
-		if d := s.st.Devices[bs.DeviceID]; d != nil && d.ProjectID == c.ProjectID {
-			sessions = append(sessions, s.renderBGPSession(bs))
-		}
+	for _, bs := range s.sessionsWhere(func(bs *BGPSession) bool {
+		d := s.st.Devices[bs.DeviceID]
+		return d != nil && d.ProjectID == c.ProjectID
+	}) {
+		sessions = append(sessions, s.renderBGPSession(bs))
 	}
 	return map[string]any{"id": c.ID, "status": c.Status, "deployment_type": c.DeploymentType, "asn": c.ASN,
 		"route_object": "", "md5": c.MD5, "max_prefix": c.MaxPrefix, "project": href{Href: apiPrefix + "/projects/" + c.ProjectID},
@@ -165,7 +166,9 @@ func (s *Server) createBGPSession(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, http.StatusCreated, body, err)
 }
 
-func (s *Server) writeSessions(w http.ResponseWriter, r *http.Request, keep func(*BGPSession) bool) {
+// sessionsWhere lists the kept sessions oldest first, so every listing of
+// the (map-stored) sessions comes in the same order.
+func (s *Server) sessionsWhere(keep func(*BGPSession) bool) []*BGPSession {
 	var matched []*BGPSession
 	for _, bs := range s.st.BGPSessions {
 		if keep(bs) {
@@ -173,6 +176,11 @@ func (s *Server) writeSessions(w http.ResponseWriter, r *http.Request, keep func
 		}
 	}
 	sortByCreated(matched, func(b *BGPSession) (string, int64) { return b.ID, b.CreatedAt.UnixNano() })
+	return matched
+}
+
+func (s *Server) writeSessions(w http.ResponseWriter, r *http.Request, keep func(*BGPSession) bool) {
+	matched := s.sessionsWhere(keep)
 	p := s.parsePage(r.URL.Query(), s.opts.PerPage)
 	from, to := p.window(len(matched))
 	out := []any{}
@@ -211,8 +219,8 @@ func (s *Server) listProjectBGPSessions(w http.ResponseWriter, r *http.Request) 
 	})
 }
 
-// listBGPNeighbors derives neighbors from the device's sessions, with
-// Equinix's documented local-BGP peers.
+// listBGPNeighbors derives one neighbor per session of the device, with
+// Equinix's documented local-BGP peers (bgp_neighbors.go builds them).
 func (s *Server) listBGPNeighbors(w http.ResponseWriter, r *http.Request) {
 	s.readLock()
 	defer s.mu.RUnlock()
@@ -221,29 +229,15 @@ func (s *Server) listBGPNeighbors(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	out := []any{}
+	out := []bgpNeighborJSON{}
 	if _, ok := s.faults.take(callOf(r), FaultBGP); ok {
 		s.writeJSON(w, http.StatusOK, map[string]any{"bgp_neighbors": out})
 		return
 	}
-	cfg := s.st.BGPConfigs[d.ProjectID]
-	privateIP := ""
-	for _, aid := range d.IPAssignmentIDs {
-		if a := s.st.IPAssignments[aid]; a != nil && a.Management && s.st.IPReservations[a.ReservationID].Type == "private_ipv4" {
-			privateIP = a.Address
+	if cfg := s.st.BGPConfigs[d.ProjectID]; cfg != nil {
+		for _, bs := range s.sessionsWhere(func(bs *BGPSession) bool { return bs.DeviceID == d.ID }) {
+			out = append(out, s.bgpNeighbor(cfg, d, bs))
 		}
-	}
-	for _, bs := range s.st.BGPSessions {
-		if bs.DeviceID != d.ID || cfg == nil {
-			continue
-		}
-		family, peers := 4, []string{"169.254.255.1", "169.254.255.2"}
-		if bs.AddressFamily == "ipv6" {
-			family, peers = 6, []string{"fc00::e", "fc00::f"}
-		}
-		out = append(out, map[string]any{"address_family": family, "customer_as": cfg.ASN, "customer_ip": privateIP,
-			"md5_enabled": cfg.MD5 != "", "md5_password": cfg.MD5, "multihop": true, "peer_as": 65530, "peer_ips": peers,
-			"routes_in": []any{}, "routes_out": []any{}})
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"bgp_neighbors": out})
 }

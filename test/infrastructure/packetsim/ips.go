@@ -119,6 +119,12 @@ func (s *Server) buildReservation(r *http.Request, project *Project, req *ipRese
 		return nil, errorf(http.StatusUnprocessableEntity, "Quantity must be a power of 2 between 1 and 16")
 	}
 	facility, metro := "", ""
+	if req.Type == "global_ipv4" {
+		// Global addresses are anycast: they belong to no metro or facility.
+		if req.Facility != nil && *req.Facility != "" || req.Metro != nil && *req.Metro != "" {
+			return nil, errorf(http.StatusUnprocessableEntity, "Global IPv4 reservations cannot have a metro or facility")
+		}
+	}
 	if req.Facility != nil && *req.Facility != "" {
 		f := s.catalog.facility(*req.Facility)
 		if f == nil {
@@ -138,9 +144,6 @@ func (s *Server) buildReservation(r *http.Request, project *Project, req *ipRese
 	}
 	if metro == "" && req.Type != "global_ipv4" {
 		return nil, errorf(http.StatusUnprocessableEntity, msgFacilityRequired)
-	}
-	if metro == "" {
-		metro = s.catalog.metros[0].Code
 	}
 	customData, err := parseCustomData(req.CustomData)
 	if err != nil {
@@ -404,7 +407,7 @@ func (s *Server) assignIP(w http.ResponseWriter, r *http.Request) {
 		if res.State != "created" {
 			return nil, errorf(http.StatusUnprocessableEntity, "IP reservation is "+res.State+" and cannot be assigned")
 		}
-		if res.Metro != d.Metro {
+		if res.Type != "global_ipv4" && res.Metro != d.Metro {
 			return nil, errorf(http.StatusUnprocessableEntity, "Address is not available in the device's metro")
 		}
 		call := callOf(r)

@@ -205,7 +205,7 @@ func (s *Server) renderAssignment(a *IPAssignment) ipJSON {
 	network, _ := netip.ParseAddr(a.Network)
 	out := ipJSON{ID: a.ID, Href: apiPrefix + "/ips/" + a.ID, Type: r.Type, AddressFamily: 4, Public: r.Type != "private_ipv4",
 		Management: a.Management, Manageable: true, Enabled: true, Address: a.Address, Network: a.Network,
-		Gateway: a.Network, Netmask: netmask(network, a.CIDR), CIDR: a.CIDR, Metro: s.catalog.metro(r.Metro).json,
+		Gateway: a.Network, Netmask: netmask(network, a.CIDR), CIDR: a.CIDR, Metro: s.ipMetro(r), GlobalIP: r.Type == "global_ipv4",
 		Project: href{Href: apiPrefix + "/projects/" + r.ProjectID}, CustomData: map[string]any{},
 		CreatedAt: rfc3339(a.CreatedAt), AssignedTo: &href{Href: apiPrefix + "/devices/" + a.DeviceID}}
 	if network.Is6() {
@@ -230,13 +230,23 @@ func (s *Server) renderAssignment(a *IPAssignment) ipJSON {
 	return out
 }
 
+// ipMetro is the metro of a block: null for global addresses, which have none.
+func (s *Server) ipMetro(r *IPReservation) json.RawMessage {
+	if r.Metro == "" {
+		return json.RawMessage("null")
+	}
+	return s.catalog.metro(r.Metro).json
+}
+
 func (s *Server) renderReservation(r *IPReservation, inc includes, now time.Time) ipJSON {
-	yes := true
+	// Elastic blocks are add-ons billed on their own; management blocks come
+	// with the devices and are neither.
+	addon := !r.Management
 	out := ipJSON{ID: r.ID, Href: apiPrefix + "/ips/" + r.ID, Type: r.Type, AddressFamily: 4, Public: r.Type != "private_ipv4",
-		Management: r.Management, Manageable: true, Enabled: true, CIDR: r.CIDR, Metro: s.catalog.metro(r.Metro).json,
-		Project: href{Href: apiPrefix + "/projects/" + r.ProjectID}, Tags: r.Tags, CustomData: r.CustomData,
+		Management: r.Management, Manageable: true, GlobalIP: r.Type == "global_ipv4", Enabled: true, CIDR: r.CIDR,
+		Metro: s.ipMetro(r), Project: href{Href: apiPrefix + "/projects/" + r.ProjectID}, Tags: r.Tags, CustomData: r.CustomData,
 		CreatedAt: rfc3339(r.CreatedAt), UpdatedAt: rfc3339(r.UpdatedAt), Assignments: []any{},
-		Available: apiPrefix + "/ips/" + r.ID + "/available", Addon: &yes, Bill: &yes, State: r.State, Details: r.Details}
+		Available: apiPrefix + "/ips/" + r.ID + "/available", Addon: &addon, Bill: &addon, State: r.State, Details: r.Details}
 	if out.Tags == nil {
 		out.Tags = []string{}
 	}

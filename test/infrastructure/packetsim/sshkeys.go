@@ -115,7 +115,8 @@ func (s *Server) createSSHKey(w http.ResponseWriter, r *http.Request) {
 				return nil, errorf(http.StatusUnprocessableEntity, "Fingerprint has already been taken")
 			}
 		}
-		k := &SSHKey{ID: uuid.NewString(), Label: req.Label, Key: strings.TrimSpace(req.Key), Fingerprint: fp, ProjectID: projectID,
+		// Packet keeps the body byte for byte: a trailing newline is part of the key.
+		k := &SSHKey{ID: uuid.NewString(), Label: req.Label, Key: req.Key, Fingerprint: fp, ProjectID: projectID,
 			CreatedAt: now, UpdatedAt: now}
 		s.st.addSSHKey(k)
 		return s.renderSSHKey(k), nil
@@ -170,7 +171,7 @@ func (s *Server) updateSSHKey(w http.ResponseWriter, r *http.Request) {
 			if fp == "" {
 				return nil, errorf(http.StatusUnprocessableEntity, "Key is invalid")
 			}
-			k.Key, k.Fingerprint = strings.TrimSpace(*req.Key), fp
+			k.Key, k.Fingerprint = *req.Key, fp
 		}
 		if req.Label != nil {
 			k.Label = *req.Label

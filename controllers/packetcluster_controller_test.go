@@ -87,7 +87,7 @@ var _ = Describe("PacketCluster reconciler", func() {
 		Expect(conditions.IsTrue(pc, clusterv1.ReadyCondition)).To(BeTrue())
 		Expect(pc.Status.FailureDomains).NotTo(BeEmpty())
 		for _, fd := range pc.Status.FailureDomains {
-			Expect(fd.Name).To(HavePrefix("sv"))
+			Expect(fd.Attributes).To(HaveKeyWithValue("metro", "sv"), "a facility of the metro (sv15, sv16, sjc1)")
 			Expect(fd.ControlPlane).To(Equal(ptr.To(true)))
 		}
 		Expect(pc.Finalizers).To(ContainElement(infrav1.PacketClusterFinalizer))

@@ -3,6 +3,8 @@ package packetsim
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -28,13 +30,18 @@ type metroEntry struct {
 type facilityEntry struct {
 	SeedFacility
 	metro *metroEntry
-	json  json.RawMessage
+	json  json.RawMessage // address as {"href": ...}, as Packet sends it unless included
+	// jsonWithAddress answers include=address.
+	jsonWithAddress json.RawMessage
 }
 
 type planEntry struct {
 	SeedPlan
-	json     json.RawMessage // full, for /plans
-	jsonLite json.RawMessage // inside devices and reservations
+	deploymentTypes []string
+	base            planJSON        // without available_in and available_in_metros
+	jsonLite        json.RawMessage // inside devices and reservations
+	facilities      []*facilityEntry
+	metros          []*metroEntry
 }
 
 type osEntry struct {
@@ -42,12 +49,12 @@ type osEntry struct {
 	json json.RawMessage
 }
 
+// metroJSON is Packet's Metro: it has no href.
 type metroJSON struct {
 	ID      string `json:"id"`
 	Code    string `json:"code"`
 	Name    string `json:"name"`
 	Country string `json:"country"`
-	Href    string `json:"href"`
 }
 
 type facilityJSON struct {
@@ -55,9 +62,24 @@ type facilityJSON struct {
 	Name     string          `json:"name"`
 	Code     string          `json:"code"`
 	Features []string        `json:"features"`
-	Address  map[string]any  `json:"address"`
+	Address  any             `json:"address"`
+	IPRanges []string        `json:"ip_ranges"`
 	Metro    json.RawMessage `json:"metro"`
 	Href     string          `json:"href"`
+}
+
+type addressJSON struct {
+	ID          string  `json:"id"`
+	Address     string  `json:"address"`
+	Address2    *string `json:"address2"`
+	City        *string `json:"city"`
+	State       *string `json:"state"`
+	ZipCode     string  `json:"zip_code"`
+	Country     string  `json:"country"`
+	Coordinates struct {
+		Latitude  *string `json:"latitude"`
+		Longitude *string `json:"longitude"`
+	} `json:"coordinates"`
 }
 
 type planJSON struct {
@@ -68,6 +90,8 @@ type planJSON struct {
 	Line              string            `json:"line"`
 	Legacy            bool              `json:"legacy"`
 	Class             string            `json:"class"`
+	Type              string            `json:"type"`
+	Categories        []string          `json:"categories"`
 	Specs             PlanSpecs         `json:"specs"`
 	Pricing           map[string]any    `json:"pricing"`
 	DeploymentTypes   []string          `json:"deployment_types"`
@@ -84,45 +108,97 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// orNull is nil for "", so the field is sent as null, as Packet does for unknown parts.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Defaults of the optional seed fields.
+var (
+	defaultDeploymentTypes = []string{"on_demand", "spot_market"}
+	defaultPlanCategories  = []string{"compute"}
+)
+
+// deploymentTypes are the ways a plan is sold; nil in the seed means on demand and spot.
+func (p SeedPlan) deploymentTypes() []string {
+	if p.DeploymentTypes == nil {
+		return defaultDeploymentTypes
+	}
+	return p.DeploymentTypes
+}
+
+func (p SeedPlan) soldAs(deploymentType string) bool {
+	return slices.Contains(p.deploymentTypes(), deploymentType)
+}
+
+func newFacilityEntry(f SeedFacility, me *metroEntry) *facilityEntry {
+	fe := &facilityEntry{SeedFacility: f, metro: me}
+	features, ranges := f.Features, f.IPRanges
+	if features == nil {
+		features = []string{}
+	}
+	if ranges == nil {
+		ranges = []string{}
+	}
+	a := f.Address
+	addr := addressJSON{ID: stableID("address", f.Code), Address: a.Address, Address2: orNull(a.Address2), City: orNull(a.City),
+		State: orNull(a.State), ZipCode: a.ZipCode, Country: a.Country}
+	addr.Coordinates.Latitude, addr.Coordinates.Longitude = orNull(a.Latitude), orNull(a.Longitude)
+	if addr.Address == "" {
+		addr.Address = f.Name
+	}
+	if addr.Country == "" {
+		addr.Country = me.Country
+	}
+	out := facilityJSON{ID: f.ID, Name: f.Name, Code: f.Code, Features: features, IPRanges: ranges,
+		Address: href{Href: "#" + addr.ID}, Metro: me.json, Href: apiPrefix + "/facilities/" + f.ID}
+	fe.json = mustJSON(out)
+	out.Address = addr
+	fe.jsonWithAddress = mustJSON(out)
+	return fe
+}
+
 func newCatalog(seed *Seed) *catalog {
 	c := &catalog{metroByKey: map[string]*metroEntry{}, facilityByKey: map[string]*facilityEntry{},
 		planByKey: map[string]*planEntry{}, osBySlug: map[string]*osEntry{}}
 	for _, m := range seed.Metros {
 		me := &metroEntry{SeedMetro: m}
-		me.json = mustJSON(metroJSON{ID: m.ID, Code: m.Code, Name: m.Name, Country: m.Country, Href: apiPrefix + "/locations/metros/" + m.ID})
+		me.json = mustJSON(metroJSON{ID: m.ID, Code: m.Code, Name: m.Name, Country: m.Country})
 		c.metros = append(c.metros, me)
 		c.metroByKey[strings.ToLower(m.Code)] = me
 		c.metroByKey[m.ID] = me
 		for _, f := range m.Facilities {
-			fe := &facilityEntry{SeedFacility: f, metro: me}
-			features := f.Features
-			if features == nil {
-				features = []string{}
-			}
-			fe.json = mustJSON(facilityJSON{ID: f.ID, Name: f.Name, Code: f.Code, Features: features,
-				Address: map[string]any{"address": f.Name, "zip_code": "00000", "country": m.Country},
-				Metro:   me.json, Href: apiPrefix + "/facilities/" + f.ID})
+			fe := newFacilityEntry(f, me)
 			c.facilities = append(c.facilities, fe)
 			c.facilityByKey[strings.ToLower(f.Code)] = fe
 			c.facilityByKey[f.ID] = fe
 		}
 	}
 	for _, p := range seed.Plans {
-		pe := &planEntry{SeedPlan: p}
-		base := planJSON{ID: p.ID, Slug: p.Slug, Name: p.Name, Description: p.Description, Line: p.Line, Class: p.Class,
-			Specs: p.Specs, Pricing: map[string]any{"hour": p.PriceHour}, DeploymentTypes: []string{"on_demand", "reserved"},
-			Href: apiPrefix + "/plans/" + p.ID}
-		pe.jsonLite = mustJSON(base)
+		pe := &planEntry{SeedPlan: p, deploymentTypes: p.deploymentTypes()}
+		categories, kind := p.Categories, p.Type
+		if categories == nil {
+			categories = defaultPlanCategories
+		}
+		if kind == "" {
+			kind = "standard"
+		}
+		pe.base = planJSON{ID: p.ID, Slug: p.Slug, Name: p.Name, Description: p.Description, Line: p.Line, Legacy: p.Legacy,
+			Class: p.Class, Type: kind, Categories: categories, Specs: p.Specs, Pricing: map[string]any{"hour": p.PriceHour},
+			DeploymentTypes: pe.deploymentTypes, Href: apiPrefix + "/plans/" + p.ID}
+		pe.jsonLite = mustJSON(pe.base)
 		for _, m := range c.metros {
 			if _, ok := p.Capacity[m.Code]; !ok {
 				continue
 			}
-			base.AvailableInMetros = append(base.AvailableInMetros, m.json)
+			pe.metros = append(pe.metros, m)
 			for _, f := range m.Facilities {
-				base.AvailableIn = append(base.AvailableIn, mustJSON(map[string]string{"href": apiPrefix + "/facilities/" + f.ID, "code": f.Code}))
+				pe.facilities = append(pe.facilities, c.facility(f.Code))
 			}
 		}
-		pe.json = mustJSON(base)
 		c.plans = append(c.plans, pe)
 		c.planByKey[strings.ToLower(p.Slug)] = pe
 		c.planByKey[p.ID] = pe
@@ -135,12 +211,55 @@ func newCatalog(seed *Seed) *catalog {
 				on = append(on, p.Slug)
 			}
 		}
+		label := o.DistroLabel
+		if label == "" {
+			label = o.Distro
+		}
 		oe.json = mustJSON(map[string]any{"id": stableID("os", o.Slug), "slug": o.Slug, "name": o.Name, "distro": o.Distro,
-			"version": o.Version, "provisionable_on": on, "preinstallable": false, "pricing": map[string]any{}, "licensed": false})
+			"distro_label": label, "version": o.Version, "provisionable_on": on, "preinstallable": false, "pricing": map[string]any{},
+			"licensed": o.Licensed, "default_operating_system": o.Default})
 		c.oses = append(c.oses, oe)
 		c.osBySlug[strings.ToLower(o.Slug)] = oe
 	}
 	return c
+}
+
+// render is the plan as /plans sends it. available_in lists facilities as {"href"} references
+// unless include=available_in asks for the full Facility (packngo's own tests ask for it); the
+// reference also carries the facility code, which the provider's catalog reads without an
+// include. Metros are always sent in full.
+func (p *planEntry) render(inc includes) planJSON {
+	out := p.base
+	for _, f := range p.facilities {
+		if inc.has("available_in") {
+			out.AvailableIn = append(out.AvailableIn, f.json)
+		} else {
+			out.AvailableIn = append(out.AvailableIn, mustJSON(map[string]string{"href": apiPrefix + "/facilities/" + f.ID, "code": f.Code}))
+		}
+	}
+	for _, m := range p.metros {
+		out.AvailableInMetros = append(out.AvailableInMetros, m.json)
+	}
+	return out
+}
+
+// matches applies the plan filters of GET /plans: deployment_type (what packngo's own tests
+// send), slug, type and categories (any of them; repeated or comma-separated).
+func (p *planEntry) matches(q url.Values) bool {
+	if v := q.Get("deployment_type"); v != "" && !slices.Contains(p.deploymentTypes, v) {
+		return false
+	}
+	if v := q.Get("slug"); v != "" && !strings.EqualFold(v, p.Slug) {
+		return false
+	}
+	if v := q.Get("type"); v != "" && v != p.base.Type {
+		return false
+	}
+	var wanted []string
+	for _, v := range append(q["categories"], q["categories[]"]...) {
+		wanted = append(wanted, strings.Split(v, ",")...)
+	}
+	return len(wanted) == 0 || slices.ContainsFunc(wanted, func(c string) bool { return slices.Contains(p.base.Categories, c) })
 }
 
 func (c *catalog) metro(key string) *metroEntry { return c.metroByKey[strings.ToLower(key)] }
@@ -183,9 +302,14 @@ func (s *Server) getMetro(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listFacilities(w http.ResponseWriter, r *http.Request) {
+	withAddress := s.parseIncludes(r.URL.Query()).has("address")
 	out := make([]json.RawMessage, 0, len(s.catalog.facilities))
 	for _, f := range s.catalog.facilities {
-		out = append(out, f.json)
+		if withAddress {
+			out = append(out, f.jsonWithAddress)
+		} else {
+			out = append(out, f.json)
+		}
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"facilities": out})
 }
@@ -197,9 +321,13 @@ func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := make([]json.RawMessage, 0, len(s.catalog.plans))
+	q := r.URL.Query()
+	inc := s.parseIncludes(q)
+	out := make([]planJSON, 0, len(s.catalog.plans))
 	for _, p := range s.catalog.plans {
-		out = append(out, p.json)
+		if p.matches(q) {
+			out = append(out, p.render(inc))
+		}
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"plans": out})
 }
@@ -223,13 +351,28 @@ func capacityLevel(left int) string {
 	return "normal"
 }
 
+// listCapacity answers GET /capacity (keyed by facility code, as packngo's CapacityService.List
+// reads it) and GET /capacity/metros (keyed by metro code). The simulator counts servers per
+// metro, so every facility of a metro shows the metro's level.
 func (s *Server) listCapacity(w http.ResponseWriter, r *http.Request) {
+	byMetro := strings.HasSuffix(r.URL.Path, "/metros")
 	s.readLock()
 	report := map[string]map[string]map[string]string{}
 	for metro, plans := range s.st.Capacity {
-		report[metro] = map[string]map[string]string{}
-		for plan, left := range plans {
-			report[metro][plan] = map[string]string{"level": capacityLevel(left)}
+		keys := []string{metro}
+		if !byMetro {
+			keys = keys[:0]
+			if m := s.catalog.metro(metro); m != nil {
+				for _, f := range m.Facilities {
+					keys = append(keys, f.Code)
+				}
+			}
+		}
+		for _, key := range keys {
+			report[key] = map[string]map[string]string{}
+			for plan, left := range plans {
+				report[key][plan] = map[string]string{"level": capacityLevel(left)}
+			}
 		}
 	}
 	s.mu.RUnlock()
@@ -244,6 +387,8 @@ type capacityServer struct {
 	Available bool   `json:"available"`
 }
 
+// checkCapacity answers POST /capacity and /capacity/metros: each server line comes back as
+// sent, with available set. Metros, facilities and plans are named by code (slug) or ID.
 func (s *Server) checkCapacity(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Servers []capacityServer `json:"servers"`
@@ -254,10 +399,11 @@ func (s *Server) checkCapacity(w http.ResponseWriter, r *http.Request) {
 	}
 	s.readLock()
 	for i, srv := range req.Servers {
-		metro := srv.Metro
-		if f := s.catalog.facility(srv.Facility); metro == "" && f != nil {
-			metro = f.metro.Code
+		m := s.catalog.metro(srv.Metro)
+		if f := s.catalog.facility(srv.Facility); m == nil && f != nil {
+			m = f.metro
 		}
+		p := s.catalog.plan(srv.Plan)
 		qty := 1
 		switch q := srv.Quantity.(type) {
 		case float64:
@@ -267,7 +413,7 @@ func (s *Server) checkCapacity(w http.ResponseWriter, r *http.Request) {
 				qty = int(n)
 			}
 		}
-		req.Servers[i].Available = s.st.Capacity[strings.ToLower(metro)][srv.Plan] >= qty
+		req.Servers[i].Available = m != nil && p != nil && s.st.Capacity[m.Code][p.Slug] >= qty
 	}
 	s.mu.RUnlock()
 	s.writeJSON(w, http.StatusOK, req)

@@ -56,21 +56,46 @@ type SeedMetro struct {
 }
 
 type SeedFacility struct {
-	ID       string   `json:"id"`
-	Code     string   `json:"code"`
-	Name     string   `json:"name"`
-	Features []string `json:"features"`
+	ID       string      `json:"id"`
+	Code     string      `json:"code"`
+	Name     string      `json:"name"`
+	Features []string    `json:"features"`
+	Address  SeedAddress `json:"address"`
+	// IPRanges are the prefixes registered in the facility (Packet lists them for GeoIP).
+	IPRanges []string `json:"ip_ranges"`
+}
+
+// SeedAddress is a facility's postal address. Empty fields are sent as null; an empty
+// country is the metro's.
+type SeedAddress struct {
+	Address   string `json:"address"`
+	Address2  string `json:"address2"`
+	City      string `json:"city"`
+	State     string `json:"state"`
+	ZipCode   string `json:"zip_code"`
+	Country   string `json:"country"`
+	Latitude  string `json:"latitude"`
+	Longitude string `json:"longitude"`
 }
 
 type SeedPlan struct {
-	ID          string    `json:"id"`
-	Slug        string    `json:"slug"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Class       string    `json:"class"`
-	Line        string    `json:"line"`
-	PriceHour   float64   `json:"price_hour"`
-	Specs       PlanSpecs `json:"specs"`
+	ID          string `json:"id"`
+	Slug        string `json:"slug"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Class       string `json:"class"`
+	Line        string `json:"line"`
+	// Type is standard (the default), workload_optimized or custom.
+	Type string `json:"type"`
+	// Categories are like compute, storage, current_gen or legacy_gen (default: compute).
+	Categories []string `json:"categories"`
+	// DeploymentTypes are on_demand and spot_market (the default is both); an empty list is a
+	// plan sold only through hardware reservations, which is left out of the spot market.
+	DeploymentTypes []string `json:"deployment_types"`
+	// Legacy is sent as the plan's legacy flag (Packet now always sends false).
+	Legacy    bool      `json:"legacy"`
+	PriceHour float64   `json:"price_hour"`
+	Specs     PlanSpecs `json:"specs"`
 	// Capacity is the number of on-demand servers per metro code. A plan is
 	// offered in exactly the metros listed here.
 	Capacity map[string]int `json:"capacity"`
@@ -102,6 +127,12 @@ type SeedOS struct {
 	Name    string `json:"name"`
 	Distro  string `json:"distro"`
 	Version string `json:"version"`
+	// DistroLabel is the distro's display name (default: the distro).
+	DistroLabel string `json:"distro_label"`
+	// Default marks the image the console preselects (default_operating_system).
+	Default bool `json:"default_operating_system"`
+	// Licensed images are charged by the hour on top of the plan.
+	Licensed bool `json:"licensed"`
 	// ProvisionableOn lists plan slugs; empty means every plan.
 	ProvisionableOn []string `json:"provisionable_on"`
 }

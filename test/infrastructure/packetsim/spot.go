@@ -25,10 +25,14 @@ func defaultSpotPrice(p SeedPlan) float64 {
 	return math.Round(price*defaultSpotShare*100) / 100
 }
 
-// seedSpotPrices is the market a new store starts with: every plan in every metro that offers it.
+// seedSpotPrices is the market a new store starts with: every plan sold on the spot market
+// (deployment type spot_market) in every metro that offers it.
 func seedSpotPrices(seed *Seed) map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
 	for _, p := range seed.Plans {
+		if !p.soldAs("spot_market") {
+			continue
+		}
 		for metro := range p.Capacity {
 			if out[metro] == nil {
 				out[metro] = map[string]float64{}

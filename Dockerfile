@@ -21,7 +21,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/cache/go-bu
       -ldflags "-s -w -X sigs.k8s.io/cluster-api-provider-packet/pkg/version.version=${VERSION}" \
       -o /out/manager . && \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-s -w" \
-      -o /out/packetsim ./test/infrastructure/packetsim/cmd
+      -o /out/packetsim ./test/infrastructure/packetsim/cmd/packetsim
 RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/tmp && chmod 1777 /rootfs/tmp && \
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > /rootfs/etc/passwd && \
     printf 'root:x:0:\nnonroot:x:65532:\n' > /rootfs/etc/group && \

@@ -71,7 +71,7 @@ $(BIN)/manager: $(MANAGER_SOURCES) $(BIN)/.version
 	go build -ldflags "$(LDFLAGS)" -o $@ .
 
 $(BIN)/packetsim: $(TEST_INFRA_SOURCES)
-	go build -o $@ ./test/infrastructure/packetsim/cmd
+	go build -o $@ ./test/infrastructure/packetsim/cmd/packetsim
 
 $(BIN)/sandbox: $(TEST_INFRA_SOURCES)
 	go build -o $@ ./test/infrastructure/sandbox/cmd
@@ -440,7 +440,7 @@ image-packetsim: $(PACKETSIM_IMAGE_ARCHIVE) ## Build the simulator image $(PACKE
 
 $(PACKETSIM_IMAGE_ARCHIVE): $(TEST_INFRA_SOURCES) hack/image/build.sh | buildah
 	@mkdir -p $(IMAGE_DIR)
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/packetsim ./test/infrastructure/packetsim/cmd
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/packetsim ./test/infrastructure/packetsim/cmd/packetsim
 	hack/image/build.sh $(IMAGE_DIR)/packetsim /packetsim $(PACKETSIM_IMG) dev $@ "Packet API simulator for developing cluster-api-provider-packet"
 
 # buildah and the CA bundle come from Debian's packages; as root (CI) they are installed here.

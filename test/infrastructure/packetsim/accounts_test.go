@@ -63,6 +63,12 @@ var _ = Describe("accounts: users, organizations and projects", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(methods).To(HaveLen(1))
 		Expect(methods[0].Default).To(BeTrue())
+		plans, _, err := e.client.Plans.OrganizationList(org.ID, &packngo.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		all, _, err := e.client.Plans.List(nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(all).NotTo(BeEmpty())
+		Expect(plans).To(HaveLen(len(all)), "an organization is offered the whole catalog")
 
 		_, _, err = e.client.Organizations.Create(&packngo.OrganizationCreateRequest{})
 		status, msgs := apiError(err)

@@ -321,6 +321,11 @@ func (s *Server) listPlans(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.writePlans(w, r)
+}
+
+// writePlans writes the plans that match the request's filters.
+func (s *Server) writePlans(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	inc := s.parseIncludes(q)
 	out := make([]planJSON, 0, len(s.catalog.plans))

@@ -244,3 +244,16 @@ func (s *Server) listOrganizationEvents(w http.ResponseWriter, r *http.Request) 
 	}
 	s.writeEvents(w, r, events, "")
 }
+
+// listOrganizationPlans is Plans.OrganizationList: every organization is
+// offered the whole catalog.
+func (s *Server) listOrganizationPlans(w http.ResponseWriter, r *http.Request) {
+	s.readLock()
+	_, err := s.organization(r)
+	s.mu.RUnlock()
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writePlans(w, r)
+}

@@ -131,6 +131,7 @@ func (s *Server) routes() {
 	api("DELETE /organizations/{id}", s.deleteOrganization)
 	api("GET /organizations/{id}/payment-methods", s.listPaymentMethods)
 	api("GET /organizations/{id}/events", s.listOrganizationEvents)
+	api("GET /organizations/{id}/plans", s.listOrganizationPlans)
 	api("GET /projects", s.listProjects)
 	api("POST /projects", s.createProject)
 	api("GET /projects/{id}", s.getProject)

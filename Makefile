@@ -70,6 +70,9 @@ $(BIN)/.version: FORCE
 $(BIN)/manager: $(MANAGER_SOURCES) $(BIN)/.version
 	go build -ldflags "$(LDFLAGS)" -o $@ .
 
+.PHONY: packetsim
+packetsim: $(BIN)/packetsim ## Build the Packet API simulator, bin/packetsim (test/infrastructure/packetsim/README.md).
+
 $(BIN)/packetsim: $(TEST_INFRA_SOURCES)
 	go build -o $@ ./test/infrastructure/packetsim/cmd/packetsim
 

@@ -257,3 +257,35 @@ var _ = Describe("accounts: users, organizations and projects", func() {
 		Expect(got.Organization.Name).To(Equal("acme"))
 	})
 })
+
+var _ = Describe("project-scoped calls the other specs do not make", func() {
+	It("lists the project's BGP sessions, reboots an active device and updates an IP reservation", func() {
+		e := newEnv()
+		d := e.createDevice()
+		e.sim.Advance(time.Minute)
+		_, err := e.client.Devices.Reboot(d.ID)
+		Expect(err).NotTo(HaveOccurred())
+		events, _, err := e.client.Devices.ListEvents(d.ID, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(events[0].Type).To(Equal("power.reboot"))
+
+		_, err = e.client.BGPConfig.Create(projectID, packngo.CreateBGPConfigRequest{DeploymentType: "local", Asn: 65000})
+		Expect(err).NotTo(HaveOccurred())
+		bs, _, err := e.client.BGPSessions.Create(d.ID, packngo.CreateBGPSessionRequest{AddressFamily: "ipv4"})
+		Expect(err).NotTo(HaveOccurred())
+		sessions, _, err := e.client.Projects.ListBGPSessions(projectID, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sessions).To(HaveLen(1))
+		Expect(sessions[0].ID).To(Equal(bs.ID))
+
+		metro := "sv"
+		res, _, err := e.client.ProjectIPs.Create(projectID, &packngo.IPReservationCreateRequest{Type: "public_ipv4", Quantity: 1, Metro: &metro})
+		Expect(err).NotTo(HaveOccurred())
+		details := "control plane"
+		tags := []string{"a", "b"}
+		updated, _, err := e.client.ProjectIPs.Update(res.ID, &packngo.IPAddressUpdateRequest{Description: &details, Tags: &tags}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(updated.Tags).To(Equal(tags))
+		Expect(updated.Description).To(HaveValue(Equal(details)))
+	})
+})

@@ -197,3 +197,16 @@ var _ = Describe("catalog fidelity", func() {
 		Expect(byFacility["nrt1"]).To(HaveKeyWithValue("c3.small.x86", BeNumerically("==", 0.15)))
 	})
 })
+
+var _ = Describe("catalog: deployment types at device create", func() {
+	It("refuses an on-demand or spot device of a plan sold only through reservations, naming the plan", func() {
+		e := newEnv()
+		for _, spot := range []bool{false, true} {
+			_, _, err := e.client.Devices.Create(&packngo.DeviceCreateRequest{Hostname: "n1", Plan: "c2.medium.x86", Metro: "sv",
+				OS: "ubuntu_22_04", ProjectID: projectID, SpotInstance: spot, SpotPriceMax: 1})
+			status, msgs := apiError(err)
+			Expect(status).To(Equal(422), "not the capacity 503")
+			Expect(msgs[0]).To(ContainSubstring("c2.medium.x86"))
+		}
+	})
+})

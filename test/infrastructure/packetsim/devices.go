@@ -322,6 +322,11 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 		d.Plan, d.Facility = hw.Plan, hw.Facility
 		d.Metro = s.catalog.facility(hw.Facility).metro.Code
 	} else {
+		if way := deploymentType(req.SpotInstance); !hasTag(plan.deploymentTypes, way) {
+			// Packet's words unverified; the point is a 422 that names the plan,
+			// not the capacity 503 an on-demand plan without servers gets.
+			return nil, errorf(http.StatusUnprocessableEntity, "Plan "+plan.Slug+" is not available for "+way+" deployment")
+		}
 		fac, err := s.placeOnDemand(call, plan, metro, facilities)
 		if err != nil {
 			return nil, err
@@ -343,6 +348,14 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	// timings the device moves on the next request.
 	s.enterState(d, StateQueued, now)
 	return d, nil
+}
+
+// deploymentType is how a device without a hardware reservation is sold.
+func deploymentType(spot bool) string {
+	if spot {
+		return "spot_market"
+	}
+	return "on_demand"
 }
 
 // placeOnDemand picks a facility with on-demand capacity for the plan.

@@ -36,7 +36,9 @@ func (c *client) ListPlans(ctx context.Context, projectID string) ([]Plan, error
 		Plans []planJSON `json:"plans"`
 	}
 	err := c.do(ctx, "GET /projects/{id}/plans", func(api *packngo.Client) (*packngo.Response, error) {
-		return api.DoRequest("GET", path.Join("/projects", projectID, "plans"), nil, &root)
+		// Packet answers available_in and available_in_metros with references unless asked to
+		// include them, and the codes are what failure domains are made of.
+		return api.DoRequest("GET", path.Join("/projects", projectID, "plans")+"?include=available_in,available_in_metros", nil, &root)
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -282,7 +283,8 @@ func TestCatalogAndSSHKeys(t *testing.T) {
 		bySlug[p.Slug] = p
 	}
 	small, gpu := bySlug["c3.small.x86"], bySlug["g2.large.x86"]
-	if small.CPUs != 8 || small.MemoryBytes != 32<<30 || small.Architecture != "amd64" || len(small.AvailableInMetros) == 0 {
+	if small.CPUs != 8 || small.MemoryBytes != 32<<30 || small.Architecture != "amd64" ||
+		!slices.Contains(small.AvailableInMetros, "sv") || !slices.Contains(small.AvailableInFacilities, "sv15") {
 		t.Fatalf("c3.small.x86 = %+v", small)
 	}
 	if gpu.GPUs != 2 || gpu.CPUs != 48 {

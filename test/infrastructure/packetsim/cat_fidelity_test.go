@@ -57,14 +57,16 @@ var _ = Describe("catalog fidelity", func() {
 		Expect(custom).To(BeEmpty())
 	})
 
-	It("expands available_in into full facilities only when included", func() {
+	It("expands available_in and available_in_metros into full objects only when included", func() {
 		plain, _, err := e.client.Plans.ProjectList(projectID, nil)
 		Expect(err).NotTo(HaveOccurred())
 		ref := plan(plain, "c3.small.x86").AvailableIn[0]
 		Expect(ref.URL).To(HavePrefix("/metal/v1/facilities/"))
 		Expect(ref.Name).To(BeEmpty(), "a reference, not the facility")
 
-		full, _, err := e.client.Plans.ProjectList(projectID, &packngo.ListOptions{Includes: []string{"available_in"}})
+		Expect(plan(plain, "c3.small.x86").AvailableInMetros[0].Code).To(BeEmpty(), "metros are references too")
+
+		full, _, err := e.client.Plans.ProjectList(projectID, &packngo.ListOptions{Includes: []string{"available_in", "available_in_metros"}})
 		Expect(err).NotTo(HaveOccurred())
 		small := plan(full, "c3.small.x86")
 		codes := map[string]string{}

@@ -224,21 +224,25 @@ func newCatalog(seed *Seed) *catalog {
 	return c
 }
 
-// render is the plan as /plans sends it. available_in lists facilities as {"href"} references
-// unless include=available_in asks for the full Facility (packngo's own tests ask for it); the
-// reference also carries the facility code, which the provider's catalog reads without an
-// include. Metros are always sent in full.
+// render is the plan as /plans sends it. available_in and available_in_metros are references
+// with the plan's price there, as Packet sends them, unless include= asks for the full facilities
+// or metros.
 func (p *planEntry) render(inc includes) planJSON {
 	out := p.base
 	for _, f := range p.facilities {
 		if inc.has("available_in") {
 			out.AvailableIn = append(out.AvailableIn, f.json)
 		} else {
-			out.AvailableIn = append(out.AvailableIn, mustJSON(map[string]string{"href": apiPrefix + "/facilities/" + f.ID, "code": f.Code}))
+			out.AvailableIn = append(out.AvailableIn, mustJSON(map[string]any{"href": apiPrefix + "/facilities/" + f.ID, "price": p.base.Pricing}))
 		}
 	}
 	for _, m := range p.metros {
-		out.AvailableInMetros = append(out.AvailableInMetros, m.json)
+		if inc.has("available_in_metros") {
+			out.AvailableInMetros = append(out.AvailableInMetros, m.json)
+		} else {
+			out.AvailableInMetros = append(out.AvailableInMetros,
+				mustJSON(map[string]any{"href": apiPrefix + "/locations/metros/" + m.ID, "price": p.base.Pricing}))
+		}
 	}
 	return out
 }

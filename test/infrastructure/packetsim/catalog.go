@@ -368,16 +368,7 @@ func (s *Server) listCapacity(w http.ResponseWriter, r *http.Request) {
 	s.readLock()
 	report := map[string]map[string]map[string]string{}
 	for metro, plans := range s.st.Capacity {
-		keys := []string{metro}
-		if !byMetro {
-			keys = keys[:0]
-			if m := s.catalog.metro(metro); m != nil {
-				for _, f := range m.Facilities {
-					keys = append(keys, f.Code)
-				}
-			}
-		}
-		for _, key := range keys {
+		for _, key := range s.locationKeys(metro, byMetro) {
 			report[key] = map[string]map[string]string{}
 			for plan, left := range plans {
 				report[key][plan] = map[string]string{"level": capacityLevel(left)}
@@ -426,4 +417,19 @@ func (s *Server) checkCapacity(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.RUnlock()
 	s.writeJSON(w, http.StatusOK, req)
+}
+
+// locationKeys are the keys a per-metro figure is reported under: the metro
+// itself, or each of its facilities for the facility-keyed endpoints.
+func (s *Server) locationKeys(metro string, byMetro bool) []string {
+	if byMetro {
+		return []string{metro}
+	}
+	var keys []string
+	if m := s.catalog.metro(metro); m != nil {
+		for _, f := range m.Facilities {
+			keys = append(keys, f.Code)
+		}
+	}
+	return keys
 }

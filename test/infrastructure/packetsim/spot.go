@@ -122,16 +122,7 @@ func (s *Server) listSpotPrices(byMetro bool) http.HandlerFunc {
 		s.readLock()
 		out := map[string]map[string]map[string]float64{}
 		for metro, plans := range s.st.SpotPrices {
-			keys := []string{metro}
-			if !byMetro {
-				keys = keys[:0]
-				if m := s.catalog.metro(metro); m != nil {
-					for _, f := range m.Facilities {
-						keys = append(keys, f.Code)
-					}
-				}
-			}
-			for _, key := range keys {
+			for _, key := range s.locationKeys(metro, byMetro) {
 				out[key] = map[string]map[string]float64{}
 				for plan, price := range plans {
 					out[key][plan] = map[string]float64{"price": price}

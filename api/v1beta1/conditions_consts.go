@@ -11,6 +11,8 @@ const (
 	ControlPlaneEndpointReadyCondition = "ControlPlaneEndpointReady"
 	// BGPReadyCondition is True once the project's BGP is configured (KUBE_VIP only).
 	BGPReadyCondition = "BGPReady"
+	// VLANReadyCondition is True once the cluster's VLAN exists (spec.network only).
+	VLANReadyCondition = "VLANReady"
 )
 
 // PacketMachine conditions.
@@ -23,6 +25,9 @@ const (
 	// BGPSessionReadyCondition is True once a KUBE_VIP control plane's device has a BGP session,
 	// or when the machine needs none.
 	BGPSessionReadyCondition = "BGPSessionReady"
+	// NetworkReadyCondition is True once the device's ports are in the spec's mode with its VLANs,
+	// or when the machine asks for nothing but the default.
+	NetworkReadyCondition = "NetworkReady"
 )
 
 // Conditions shared by both kinds.
@@ -59,6 +64,11 @@ const (
 	CapacityUnavailableReason             = "CapacityUnavailable"
 	BootstrapDataInvalidReason            = "BootstrapDataInvalid"
 	NotNeededReason                       = "NotNeeded"
+	// Private networking: ports being converted or VLANs attached, a VLAN that cannot be found.
+	NetworkConfiguringReason = "NetworkConfiguring"
+	NetworkConfiguredReason  = "NetworkConfigured"
+	VLANNotFoundReason       = "VLANNotFound"
+	VLANReadyReason          = "VLANReady"
 	// Spot market: the device is to be terminated (outbid), is gone, or the bid was refused.
 	DeviceTerminationScheduledReason = "DeviceTerminationScheduled"
 	DeviceReclaimedReason            = "DeviceReclaimed"

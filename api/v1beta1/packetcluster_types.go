@@ -91,6 +91,11 @@ type PacketClusterSpec struct {
 	// key to the workload cluster as a Secret instead.
 	// +optional
 	ExposeAPIKeyInUserData bool `json:"exposeAPIKeyInUserData,omitempty"`
+
+	// network is the cluster's private network: a VLAN that machines can attach their ports to
+	// (PacketMachine spec.network.vlans with cluster: true).
+	// +optional
+	Network *ClusterNetwork `json:"network,omitempty"`
 }
 
 // SecretReference names a Secret in the same namespace as the referring object.
@@ -133,6 +138,10 @@ type PacketClusterStatus struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []clusterv1.FailureDomain `json:"failureDomains,omitempty"`
+
+	// network reports the cluster's VLAN once it is found or created.
+	// +optional
+	Network *ClusterNetworkStatus `json:"network,omitempty"`
 }
 
 // PacketClusterInitializationStatus reports the initialization steps of a PacketCluster.

@@ -112,6 +112,10 @@ type PacketMachineSpec struct {
 	// (for example "0.50"). Required with spotInstance.
 	// +optional
 	SpotPriceMax *resource.Quantity `json:"spotPriceMax,omitempty"`
+
+	// network wires the device's ports: port mode, VLANs, and whether it has a public IPv4.
+	// +optional
+	Network *MachineNetwork `json:"network,omitempty"`
 }
 
 // PacketMachineStatus defines the observed state of a PacketMachine.

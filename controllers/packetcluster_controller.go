@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/vlan"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetclusters,verbs=get;list;watch;update;patch
@@ -185,6 +186,10 @@ func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.
 			return res, err
 		}
 	}
+	if res, err := vlan.NewService(s).Reconcile(ctx); err != nil || !res.IsZero() ||
+		!conditions.IsTrue(pc, infrav1.VLANReadyCondition) {
+		return res, err
+	}
 	if len(pc.Status.FailureDomains) == 0 {
 		fds, err := failuredomains.Compute(ctx, s)
 		if err != nil {
@@ -214,6 +219,9 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	conditions.Set(pc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: metav1.ConditionFalse,
 		Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Deleting (elastic IP reclaim policy %s)", pc.Spec.ElasticIPReclaimPolicy)})
 	if res, err := elasticip.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
+		return res, err
+	}
+	if res, err := vlan.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
 		return res, err
 	}
 	// Cluster API deletes the PacketCluster after every machine, so the SSH keys registered for

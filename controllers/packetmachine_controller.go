@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgpsession"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/machineip"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/network"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachines,verbs=get;list;watch;update;patch
@@ -204,7 +205,11 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 	if res, err := bgpsession.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
 		return res, err
 	}
-	if !conditions.IsTrue(pm, infrav1.ElasticIPAssignedCondition) || !conditions.IsTrue(pm, infrav1.BGPSessionReadyCondition) {
+	if res, err := network.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
+		return res, err
+	}
+	if !conditions.IsTrue(pm, infrav1.ElasticIPAssignedCondition) || !conditions.IsTrue(pm, infrav1.BGPSessionReadyCondition) ||
+		!conditions.IsTrue(pm, infrav1.NetworkReadyCondition) {
 		return ctrl.Result{}, nil
 	}
 	if !ptr.Deref(pm.Status.Initialization.Provisioned, false) {

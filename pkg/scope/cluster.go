@@ -18,6 +18,7 @@ var ClusterConditions = []string{
 	infrav1.PacketAPIAvailableCondition,
 	infrav1.ControlPlaneEndpointReadyCondition,
 	infrav1.BGPReadyCondition,
+	infrav1.VLANReadyCondition,
 }
 
 // ClusterScopeParams are what a ClusterScope is built from.

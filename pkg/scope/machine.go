@@ -23,6 +23,7 @@ var MachineConditions = []string{
 	infrav1.DeviceReadyCondition,
 	infrav1.ElasticIPAssignedCondition,
 	infrav1.BGPSessionReadyCondition,
+	infrav1.NetworkReadyCondition,
 }
 
 // MachineScopeParams are what a MachineScope is built from.

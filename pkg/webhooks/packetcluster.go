@@ -77,6 +77,7 @@ func (w *PacketCluster) ValidateUpdate(_ context.Context, oldC, newC *infrav1.Pa
 	}
 	errs = append(errs, validateLocationChange(oldSpec.Metro, oldSpec.Facility, newSpec.Metro, newSpec.Facility, path,
 		"a cluster's location cannot change: its elastic IP and devices stay where they were created")...)
+	errs = append(errs, clusterNetworkChange(oldSpec, newSpec, path)...)
 	if newSpec.VIPManager != oldSpec.VIPManager {
 		errs = append(errs, field.Invalid(path.Child("vipManager"), newSpec.VIPManager, fmt.Sprintf(
 			"cannot change from %s: the control-plane endpoint was set up for it and the nodes run its components; create a new cluster to use another VIP manager", oldSpec.VIPManager)))
@@ -163,6 +164,7 @@ func ValidatePacketClusterSpec(spec *infrav1.PacketClusterSpec, path *field.Path
 	if spec.BGP != nil && spec.VIPManager != infrav1.KubeVIPVIPManager {
 		warnings = append(warnings, fmt.Sprintf("%s is only used with vipManager KUBE_VIP and is ignored", path.Child("bgp")))
 	}
+	errs = append(errs, validateClusterNetwork(spec, path)...)
 	switch {
 	case spec.ExposeAPIKeyInUserData && spec.CredentialsRef == nil:
 		errs = append(errs, field.Forbidden(path.Child("exposeAPIKeyInUserData"),

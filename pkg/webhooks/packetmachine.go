@@ -52,6 +52,7 @@ func DefaultPacketMachineSpec(spec *infrav1.PacketMachineSpec) {
 func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachine) (admission.Warnings, error) {
 	errs, warnings := ValidatePacketMachineSpec(&m.Spec, field.NewPath("spec"))
 	errs = append(errs, validateSpotControlPlane(m)...)
+	errs = append(errs, validateMachineNetwork(m.Spec.Network, field.NewPath("spec", "network"), isControlPlane(m.Labels))...)
 	errs = append(errs, validateSSHKeyFormats(m.Spec.SSHKeys, field.NewPath("spec", "sshKeys"))...)
 	return warnings, invalid("PacketMachine", m.Name, errs)
 }
@@ -116,8 +117,15 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 		errs = append(errs, field.Invalid(path.Child("customData"), string(spec.CustomData.Raw), "must be valid JSON"))
 	}
 	errs = append(errs, validateSpot(spec, path)...)
+	if spec.Network != nil && spec.Network.PortMode != "" && !contains(portModes, string(spec.Network.PortMode)) {
+		errs = append(errs, field.NotSupported(path.Child("network", "portMode"), spec.Network.PortMode, portModes))
+	}
+	errs = append(errs, validateMachineNetwork(spec.Network, path.Child("network"), false)...)
 	return errs, warnings
 }
+
+var portModes = []string{string(infrav1.PortModeLayer3), string(infrav1.PortModeHybrid), string(infrav1.PortModeHybridBonded),
+	string(infrav1.PortModeLayer2Individual), string(infrav1.PortModeLayer2Bonded)}
 
 // validateSpot checks the spot-market fields: a bid above zero with spotInstance, and nothing
 // Packet refuses (a spot device on a hardware reservation).

@@ -70,6 +70,24 @@ type Client interface {
 	CreateProjectSSHKey(ctx context.Context, projectID, label, publicKey string) (*SSHKey, error)
 	// DeleteSSHKey deletes an SSH key; deleting one that is already gone is not an error.
 	DeleteSSHKey(ctx context.Context, id string) error
+
+	// GetDevicePorts returns the device's ports with the VLANs attached to them.
+	GetDevicePorts(ctx context.Context, deviceID string) ([]Port, error)
+	// DisbondPort takes a port out of its bond; with bulk, every port of the bond.
+	DisbondPort(ctx context.Context, portID string, bulk bool) error
+	// ConvertPortToLayer2 turns a bond into layer 2: the device loses its Packet addresses.
+	ConvertPortToLayer2(ctx context.Context, portID string) error
+	// AssignVLAN attaches a VLAN to a port.
+	AssignVLAN(ctx context.Context, portID, vlanID string) error
+	// GetVLAN returns the VLAN with this UUID.
+	GetVLAN(ctx context.Context, id string) (*VLAN, error)
+	// ListVLANs returns the project's VLANs in a metro.
+	ListVLANs(ctx context.Context, projectID, metro string) ([]VLAN, error)
+	// CreateVLAN creates a VLAN in a metro.
+	CreateVLAN(ctx context.Context, projectID, metro, description string) (*VLAN, error)
+	// DeleteVLAN deletes a VLAN; deleting one that is already gone is not an error. Packet
+	// refuses while a port still carries it.
+	DeleteVLAN(ctx context.Context, id string) error
 }
 
 // DefaultAPIURL is the public Packet API.

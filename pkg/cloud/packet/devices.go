@@ -64,6 +64,9 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 	if req.Facility != "" {
 		create.Facility = []string{req.Facility}
 	}
+	if req.PrivateIPv4Only {
+		create.IPAddresses = []packngo.IPAddressCreateRequest{{AddressFamily: 4, Public: false}}
+	}
 	var d *packngo.Device
 	err := c.do(ctx, "POST /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
 		d, resp, err = api.Devices.Create(create)

@@ -71,6 +71,8 @@ type CreateDeviceRequest struct {
 	// SpotInstance buys the device on the spot market, for at most SpotPriceMax an hour.
 	SpotInstance bool
 	SpotPriceMax float64
+	// PrivateIPv4Only creates the device with a private IPv4 and no public address.
+	PrivateIPv4Only bool
 }
 
 // IPReservation is a block of reserved IP addresses, such as an elastic IP.

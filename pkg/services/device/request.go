@@ -92,6 +92,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		Tags:             deviceTags(sc.IdentityTags(), spec.Tags),
 		AlwaysPXE:        spec.AlwaysPXE,
 		ProjectSSHKeyIDs: keyIDs,
+		PrivateIPv4Only:  !spec.Network.WantsPublicIPv4(),
 	}
 	if spec.SpotInstance && spec.SpotPriceMax != nil {
 		req.SpotInstance, req.SpotPriceMax = true, spec.SpotPriceMax.AsApproximateFloat64()

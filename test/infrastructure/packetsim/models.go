@@ -105,6 +105,8 @@ type Port struct {
 	BondName    string   `json:"bond_name,omitempty"`
 	VLANs       []string `json:"vlans,omitempty"` // virtual network IDs
 	NativeVLAN  string   `json:"native_vlan,omitempty"`
+	// AssignedAt is when each virtual network of VLANs was assigned.
+	AssignedAt map[string]time.Time `json:"assigned_at,omitempty"`
 }
 
 type Event struct {
@@ -224,6 +226,13 @@ func (d *Device) clone() Device {
 	c.Ports = make([]Port, len(d.Ports))
 	for i, p := range d.Ports {
 		p.VLANs = cloneStrings(p.VLANs)
+		if p.AssignedAt != nil {
+			at := make(map[string]time.Time, len(p.AssignedAt))
+			for k, v := range p.AssignedAt {
+				at[k] = v
+			}
+			p.AssignedAt = at
+		}
 		c.Ports[i] = p
 	}
 	c.Events = append([]Event(nil), d.Events...)

@@ -121,15 +121,23 @@ func requireActive(d *Device) error {
 	return nil
 }
 
-// canCarryVLANs tells whether virtual networks may be assigned to the port: a bond port
-// while it is bonded (hybrid-bonded, layer2-bonded), an eth port once it is out of its bond
-// (hybrid on eth1, layer2-individual).
-func canCarryVLANs(p *Port) error {
+// vlanRefusal tells why virtual networks may not be assigned to the port, or "" when they
+// may: to a bond port while it is bonded (hybrid-bonded, layer2-bonded), to an eth port once
+// it is out of its bond (hybrid on eth1, layer2-individual).
+func vlanRefusal(p *Port) string {
 	switch {
 	case p.Type == "NetworkPort" && p.Bonded:
-		return errorf(http.StatusUnprocessableEntity, msgPortBonded)
+		return msgPortBonded
 	case p.Type == "NetworkBondPort" && !p.Bonded:
-		return errorf(http.StatusUnprocessableEntity, msgBondNotBonded)
+		return msgBondNotBonded
+	}
+	return ""
+}
+
+// canCarryVLANs is vlanRefusal as a 422.
+func canCarryVLANs(p *Port) error {
+	if msg := vlanRefusal(p); msg != "" {
+		return errorf(http.StatusUnprocessableEntity, msg)
 	}
 	return nil
 }

@@ -44,6 +44,9 @@ func (s *Server) tick(now time.Time) {
 	}
 	for _, d := range s.st.Devices {
 		s.advanceDevice(d, now)
+		if s.st.Devices[d.ID] == d {
+			s.advanceVLANBatches(d, now)
+		}
 	}
 	for _, ip := range s.st.IPReservations {
 		if ip.State == "pending" && !ip.PendingUntil.IsZero() && !now.Before(ip.PendingUntil) {
@@ -58,6 +61,7 @@ func (s *Server) recomputeNextDue() {
 	s.nextDue = time.Time{}
 	for _, d := range s.st.Devices {
 		s.noteDue(deviceDue(d))
+		s.noteDue(vlanBatchesDue(d))
 	}
 	for _, ip := range s.st.IPReservations {
 		if ip.State == "pending" {

@@ -65,8 +65,10 @@ type Device struct {
 	// IPAssignmentIDs are the device's assignments, management ones first.
 	IPAssignmentIDs []string `json:"ip_assignment_ids,omitempty"`
 	Ports           []Port   `json:"ports"`
-	Events          []Event  `json:"events,omitempty"`
-	RootPassword    string   `json:"root_password,omitempty"`
+	// VLANBatches are the VLAN assignment batches of the device's ports, oldest first.
+	VLANBatches  []VLANBatch `json:"vlan_batches,omitempty"`
+	Events       []Event     `json:"events,omitempty"`
+	RootPassword string      `json:"root_password,omitempty"`
 	// ManagementIPs are the management addresses the create request asked for
 	// (ip_addresses); nil means Packet's default three.
 	ManagementIPs []ManagementIP `json:"management_ips,omitempty"`
@@ -105,6 +107,28 @@ type Port struct {
 	BondName    string   `json:"bond_name,omitempty"`
 	VLANs       []string `json:"vlans,omitempty"` // virtual network IDs
 	NativeVLAN  string   `json:"native_vlan,omitempty"`
+	// AssignedAt is when each virtual network of VLANs was assigned.
+	AssignedAt map[string]time.Time `json:"assigned_at,omitempty"`
+}
+
+// VLANBatch is a port's VLAN assignment batch: queued until StartAt, in_progress until
+// DoneAt, then applied at once, completed or failed (Result).
+type VLANBatch struct {
+	ID        string          `json:"id"`
+	PortID    string          `json:"port_id"`
+	Items     []VLANBatchItem `json:"items"`
+	CreatedAt time.Time       `json:"created_at"`
+	StartAt   time.Time       `json:"start_at"`
+	DoneAt    time.Time       `json:"done_at"`
+	Result    string          `json:"result,omitempty"` // completed or failed once applied
+	Errors    []string        `json:"errors,omitempty"`
+}
+
+// VLANBatchItem is one assignment of a batch, with its virtual network resolved.
+type VLANBatchItem struct {
+	VNID   string `json:"vnid"`
+	State  string `json:"state"` // assigned or unassigned
+	Native bool   `json:"native,omitempty"`
 }
 
 type Event struct {
@@ -224,7 +248,23 @@ func (d *Device) clone() Device {
 	c.Ports = make([]Port, len(d.Ports))
 	for i, p := range d.Ports {
 		p.VLANs = cloneStrings(p.VLANs)
+		if p.AssignedAt != nil {
+			at := make(map[string]time.Time, len(p.AssignedAt))
+			for k, v := range p.AssignedAt {
+				at[k] = v
+			}
+			p.AssignedAt = at
+		}
 		c.Ports[i] = p
+	}
+	c.VLANBatches = make([]VLANBatch, len(d.VLANBatches))
+	for i, b := range d.VLANBatches {
+		b.Items = append([]VLANBatchItem(nil), b.Items...)
+		b.Errors = cloneStrings(b.Errors)
+		c.VLANBatches[i] = b
+	}
+	if d.VLANBatches == nil {
+		c.VLANBatches = nil
 	}
 	c.Events = append([]Event(nil), d.Events...)
 	c.ManagementIPs = append([]ManagementIP(nil), d.ManagementIPs...)

@@ -94,6 +94,10 @@ type Timing struct {
 	// TerminationNotice is how long an outbid spot device runs after it gets its
 	// termination_time (Packet: about two minutes).
 	TerminationNotice time.Duration `json:"termination_notice"`
+	// VLANBatchQueued and VLANBatchInProgress are how long a VLAN assignment batch stays
+	// queued and then in_progress before it is applied and completed.
+	VLANBatchQueued     time.Duration `json:"vlan_batch_queued"`
+	VLANBatchInProgress time.Duration `json:"vlan_batch_in_progress"`
 }
 
 // Timing profiles. "fast" is the reference's suggested simulator default,
@@ -102,16 +106,19 @@ type Timing struct {
 var (
 	TimingRealistic = Timing{Queued: 30 * time.Second, Provisioning: 6 * time.Minute, CustomIPXE: 3 * time.Minute,
 		Deprovisioning: 90 * time.Second, PowerOff: 45 * time.Second, PowerOn: 45 * time.Second, Reinstall: 6 * time.Minute,
-		EIPApproval: 10 * time.Minute, HardwareWipe: 10 * time.Minute, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: 2 * time.Minute}
+		EIPApproval: 10 * time.Minute, HardwareWipe: 10 * time.Minute, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: 2 * time.Minute,
+		VLANBatchQueued: 5 * time.Second, VLANBatchInProgress: 20 * time.Second}
 	TimingFast = Timing{Queued: 2 * time.Second, Provisioning: 10 * time.Second, CustomIPXE: 5 * time.Second,
 		Deprovisioning: 5 * time.Second, PowerOff: 2 * time.Second, PowerOn: 2 * time.Second, Reinstall: 10 * time.Second,
-		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: time.Minute}
+		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: time.Minute,
+		VLANBatchQueued: time.Second, VLANBatchInProgress: 2 * time.Second}
 	TimingInstant = Timing{RootPasswordExpiry: 24 * time.Hour}
 	// TimingSandbox is "fast" with devices active about 20s after creation, what `make sandbox`
 	// shows people: long enough to watch a Machine provision, short enough to wait for.
 	TimingSandbox = Timing{Queued: 3 * time.Second, Provisioning: 17 * time.Second, CustomIPXE: 5 * time.Second,
 		Deprovisioning: 5 * time.Second, PowerOff: 2 * time.Second, PowerOn: 2 * time.Second, Reinstall: 15 * time.Second,
-		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: time.Minute}
+		EIPApproval: 30 * time.Second, HardwareWipe: 15 * time.Second, RootPasswordExpiry: 24 * time.Hour, TerminationNotice: time.Minute,
+		VLANBatchQueued: time.Second, VLANBatchInProgress: 2 * time.Second}
 )
 
 // TimingProfile returns a named profile: realistic, fast, sandbox or instant.

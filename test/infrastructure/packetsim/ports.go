@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -102,6 +103,66 @@ func updateNetworkType(d *Device) {
 	}
 }
 
+// Errors of port operations whose exact words Packet does not publish.
+const (
+	msgPortDeviceNotActive = "Device must be active to change its network configuration"
+	msgPortBonded          = "Port is bonded: disbond it before assigning virtual networks to it"
+	msgBondNotBonded       = "Bond port is disbonded: assign virtual networks to its member ports"
+	msgPortHasVLANs        = "Virtual networks must be unassigned before bonding the port"
+	msgBondLayer3Disbond   = "Bond port must be converted to layer 2 before all its ports are disbonded"
+)
+
+// requireActive refuses network changes on a device that is not active (queued,
+// provisioning, powered off, ...), with a 422 as Packet answers.
+func requireActive(d *Device) error {
+	if d.State != StateActive {
+		return errorf(http.StatusUnprocessableEntity, msgPortDeviceNotActive)
+	}
+	return nil
+}
+
+// vlanRefusal tells why virtual networks may not be assigned to the port, or "" when they
+// may: to a bond port while it is bonded (hybrid-bonded, layer2-bonded), to an eth port once
+// it is out of its bond (hybrid on eth1, layer2-individual).
+func vlanRefusal(p *Port) string {
+	switch {
+	case p.Type == "NetworkPort" && p.Bonded:
+		return msgPortBonded
+	case p.Type == "NetworkBondPort" && !p.Bonded:
+		return msgBondNotBonded
+	}
+	return ""
+}
+
+// canCarryVLANs is vlanRefusal as a 422.
+func canCarryVLANs(p *Port) error {
+	if msg := vlanRefusal(p); msg != "" {
+		return errorf(http.StatusUnprocessableEntity, msg)
+	}
+	return nil
+}
+
+// assignVLAN puts a virtual network on a port (a no-op when it is there).
+func assignVLAN(p *Port, vnID string, at time.Time) {
+	if hasTag(p.VLANs, vnID) {
+		return
+	}
+	p.VLANs = append(p.VLANs, vnID)
+	if p.AssignedAt == nil {
+		p.AssignedAt = map[string]time.Time{}
+	}
+	p.AssignedAt[vnID] = at
+}
+
+// unassignVLAN takes a virtual network off a port, and off its native VLAN.
+func unassignVLAN(p *Port, vnID string) {
+	p.VLANs = removeID(p.VLANs, vnID)
+	delete(p.AssignedAt, vnID)
+	if p.NativeVLAN == vnID {
+		p.NativeVLAN = ""
+	}
+}
+
 // portAction serves assign, unassign, bond and disbond.
 func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 	var req struct {
@@ -119,7 +180,14 @@ func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		switch r.PathValue("op") {
+		op := r.PathValue("op")
+		if op != "assign" && op != "unassign" && op != "bond" && op != "disbond" {
+			return nil, notFound()
+		}
+		if err := requireActive(d); err != nil {
+			return nil, err
+		}
+		switch op {
 		case "assign", "unassign":
 			vn := s.resolveVLAN(d.ProjectID, req.VNID)
 			if vn == nil {
@@ -128,27 +196,38 @@ func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 			if vn.Metro != d.Metro {
 				return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is not in the device's metro")
 			}
-			if r.PathValue("op") == "assign" {
+			if op == "assign" {
 				if hasTag(p.VLANs, vn.ID) {
 					return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is already assigned to this port")
 				}
-				p.VLANs = append(p.VLANs, vn.ID)
+				if err := canCarryVLANs(p); err != nil {
+					return nil, err
+				}
+				assignVLAN(p, vn.ID, now)
 			} else {
 				if !hasTag(p.VLANs, vn.ID) {
 					return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is not assigned to this port")
 				}
-				p.VLANs = removeID(p.VLANs, vn.ID)
-				if p.NativeVLAN == vn.ID {
-					p.NativeVLAN = ""
-				}
+				unassignVLAN(p, vn.ID)
 			}
 		case "bond":
+			// Bonding an eth port back into bond0 (or all of them, bulk_enable) needs its
+			// VLANs gone; bonding a bonded port changes nothing.
+			for i := range d.Ports {
+				if (d.Ports[i].ID == p.ID || req.BulkEnable) && !d.Ports[i].Bonded && d.Ports[i].Type == "NetworkPort" && len(d.Ports[i].VLANs) > 0 {
+					return nil, errorf(http.StatusUnprocessableEntity, msgPortHasVLANs)
+				}
+			}
 			for i := range d.Ports {
 				if d.Ports[i].ID == p.ID || req.BulkEnable {
 					d.Ports[i].Bonded = true
 				}
 			}
 		case "disbond":
+			if p.Type == "NetworkBondPort" && req.BulkDisable && p.NetworkType != "layer2-bonded" && p.NetworkType != "layer2-individual" {
+				return nil, errorf(http.StatusUnprocessableEntity, msgBondLayer3Disbond)
+			}
+			// Disbonding a port out of its bond twice changes nothing.
 			for i := range d.Ports {
 				if d.Ports[i].ID == p.ID || req.BulkDisable && d.Ports[i].Type == "NetworkPort" {
 					if d.Ports[i].Type == "NetworkBondPort" && !req.BulkDisable {
@@ -157,8 +236,6 @@ func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 					d.Ports[i].Bonded = d.Ports[i].Type == "NetworkBondPort" && !req.BulkDisable
 				}
 			}
-		default:
-			return nil, notFound()
 		}
 		updateNetworkType(d)
 		d.UpdatedAt = now
@@ -185,11 +262,22 @@ func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
+		layer := r.PathValue("layer")
+		if layer != "layer-2" && layer != "layer-3" {
+			return nil, notFound()
+		}
+		if err := requireActive(d); err != nil {
+			return nil, err
+		}
 		if p.Type != "NetworkBondPort" {
 			return nil, errorf(http.StatusUnprocessableEntity, "Port must be a bond port")
 		}
-		switch r.PathValue("layer") {
+		isLayer2 := p.NetworkType == "layer2-bonded" || p.NetworkType == "layer2-individual"
+		switch layer {
 		case "layer-2":
+			if isLayer2 {
+				return s.renderPort(d, p), nil // already layer 2: nothing to do
+			}
 			p.NetworkType = "layer2-bonded"
 			for _, aid := range append([]string(nil), d.IPAssignmentIDs...) {
 				if a := s.st.IPAssignments[aid]; a != nil && a.Management {
@@ -197,6 +285,9 @@ func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case "layer-3":
+			if !isLayer2 {
+				return s.renderPort(d, p), nil // already layer 3 (hybrid included): nothing to do
+			}
 			for _, port := range d.Ports {
 				if len(port.VLANs) > 0 {
 					return nil, errorf(http.StatusUnprocessableEntity, "Virtual networks must be unassigned before converting to layer 3")
@@ -216,8 +307,6 @@ func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
 			if err := s.allocateManagementIPs(d, now); err != nil {
 				return nil, errorf(http.StatusUnprocessableEntity, err.Error())
 			}
-		default:
-			return nil, notFound()
 		}
 		updateNetworkType(d)
 		d.UpdatedAt = now

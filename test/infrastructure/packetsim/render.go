@@ -42,6 +42,7 @@ type deviceJSON struct {
 	SpotPriceMax           float64         `json:"spot_price_max,omitempty"`
 	TerminationTime        *string         `json:"termination_time"`
 	NetworkPorts           []portJSON      `json:"network_ports"`
+	NetworkType            string          `json:"network_type,omitempty"`
 	CustomData             map[string]any  `json:"customdata"`
 	SSHKeys                []any           `json:"ssh_keys"`
 	SwitchUUID             string          `json:"switch_uuid"`
@@ -99,6 +100,11 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 	}
 	for _, p := range d.Ports {
 		out.NetworkPorts = append(out.NetworkPorts, s.renderPort(d, &p))
+		// The device's network type is its bond's, which alone tells hybrid-bonded (layer 3
+		// with VLANs on bond0) from layer3: packngo's GetNetworkType cannot.
+		if p.Type == "NetworkBondPort" && out.NetworkType == "" {
+			out.NetworkType = p.NetworkType
+		}
 	}
 	out.SSHKeys = make([]any, 0, len(d.SSHKeyIDs))
 	for _, kid := range d.SSHKeyIDs {

@@ -195,6 +195,11 @@ func (s *Server) routes() {
 
 	api("GET /ports/{id}", s.getPort)
 	api("POST /ports/{id}/{op}", s.portAction)
+	api("GET /ports/{id}/vlan-assignments", s.listVLANAssignments)
+	api("GET /ports/{id}/vlan-assignments/{assignment}", s.getVLANAssignment)
+	api("GET /ports/{id}/vlan-assignments/batches", s.listVLANBatches)
+	api("POST /ports/{id}/vlan-assignments/batches", s.createVLANBatch)
+	api("GET /ports/{id}/vlan-assignments/batches/{batch}", s.getVLANBatch)
 	api("POST /ports/{id}/convert/{layer}", s.portConvert)
 	api("POST /ports/{id}/native-vlan", s.portNativeVLAN)
 	api("DELETE /ports/{id}/native-vlan", s.portNativeVLAN)

@@ -255,6 +255,28 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 				Expect(mhc.Object["spec"]).To(HaveKeyWithValue("selector", HaveKeyWithValue("matchLabels", map[string]any{"pool": "worker-a"})))
 			}
 
+			if flavor == "private-network" {
+				network := func(name string) map[string]any {
+					n, _, _ := unstructured.NestedMap(find(objs, "PacketMachineTemplate", name).Object, "spec", "template", "spec", "network")
+					return n
+				}
+				clusterVLAN := []any{map[string]any{"cluster": true}}
+				Expect(network("c1-control-plane")).To(Equal(map[string]any{"portMode": "hybrid-bonded", "vlans": clusterVLAN}),
+					"control planes keep their public IPv4 for the elastic IP")
+				Expect(network("c1-worker-a")).To(Equal(map[string]any{"portMode": "hybrid-bonded", "vlans": clusterVLAN, "publicIPv4": false}))
+				pcNetwork, _, _ := unstructured.NestedMap(findKind(objs, "PacketCluster").Object, "spec", "network")
+				Expect(pcNetwork).To(Equal(map[string]any{"vlan": map[string]any{}}), "a VLAN created for the cluster")
+			} else {
+				// Without it devices keep Packet's defaults: layer 3 with a public IPv4.
+				for _, u := range objs {
+					path := map[string][]string{"PacketCluster": {"spec", "network"}, "PacketMachineTemplate": {"spec", "template", "spec", "network"}}[u.GetKind()]
+					if path != nil {
+						_, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+						Expect(found).To(BeFalse(), "%s %s has a network", u.GetKind(), u.GetName())
+					}
+				}
+			}
+
 			warnings.take()
 			Expect(dryRunApply(objs)).To(BeEmpty())
 			Expect(warnings.take()).To(BeEmpty())
@@ -266,6 +288,7 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 		Entry("topology (ClusterClass packet)", "topology", "CPEM", false),
 		Entry("flatcar (Ignition)", "flatcar", "CPEM", false),
 		Entry("spot-workers", "spot-workers", "CPEM", false),
+		Entry("private-network (cluster VLAN, hybrid-bonded)", "private-network", "CPEM", false),
 	)
 
 	It("lets the provider's webhooks reject a bad rendering in the same dry run", func() {

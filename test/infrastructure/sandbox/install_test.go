@@ -13,7 +13,7 @@ import (
 // user who follows the README on the sandbox gets a different cluster than the docs describe.
 func TestReadmeAndSandboxNameTheSameKubernetesVersion(t *testing.T) {
 	want := sandbox.Variables()["KUBERNETES_VERSION"]
-	for _, doc := range []string{"README.md", "docs/clusterctl.md", "docs/spot-workers.md"} {
+	for _, doc := range []string{"README.md", "docs/clusterctl.md", "docs/spot-workers.md", "docs/networking.md"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "..", doc))
 		if err != nil {
 			t.Fatal(err)

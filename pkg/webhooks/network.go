@@ -18,16 +18,15 @@ var portsOfMode = map[infrav1.PortMode][]string{
 }
 
 // validateMachineNetwork checks the combinations Packet refuses, or that leave a machine that
-// cannot work: VLANs need a mode that carries them, layer-2 modes need a VLAN, each VLAN names one
-// VLAN on a port the mode has, and a control plane keeps layer 3 (its elastic IP or BGP session
-// lives there).
-func validateMachineNetwork(n *infrav1.MachineNetwork, path *field.Path, controlPlane bool) field.ErrorList {
+// cannot work: VLANs need a mode that carries them, layer-2 modes need a VLAN, and each VLAN names
+// one VLAN on a port the mode has.
+func validateMachineNetwork(n *infrav1.MachineNetwork, path *field.Path) field.ErrorList {
 	if n == nil {
 		return nil
 	}
 	var errs field.ErrorList
 	mode := n.PortModeOrDefault()
-	modePath, vlansPath := path.Child("portMode"), path.Child("vlans")
+	vlansPath := path.Child("vlans")
 	switch {
 	case mode == infrav1.PortModeLayer3 && len(n.VLANs) > 0:
 		errs = append(errs, field.Forbidden(vlansPath,
@@ -35,10 +34,6 @@ func validateMachineNetwork(n *infrav1.MachineNetwork, path *field.Path, control
 	case mode.Layer2() && len(n.VLANs) == 0:
 		errs = append(errs, field.Required(vlansPath, fmt.Sprintf(
 			"portMode %s removes the device's Packet addresses: without a VLAN it would be unreachable", mode)))
-	}
-	if controlPlane && mode.Layer2() {
-		errs = append(errs, field.Forbidden(modePath, fmt.Sprintf(
-			"a control plane needs layer 3 for the cluster's elastic IP or BGP session; %s removes it: use hybrid-bonded or hybrid", mode)))
 	}
 	for i, v := range n.VLANs {
 		p := vlansPath.Index(i)
@@ -57,6 +52,17 @@ func validateMachineNetwork(n *infrav1.MachineNetwork, path *field.Path, control
 		}
 	}
 	return errs
+}
+
+// validateControlPlaneNetwork keeps a control plane on layer 3: its elastic IP or BGP session
+// lives there, and the layer-2 modes remove it.
+func validateControlPlaneNetwork(m *infrav1.PacketMachine) field.ErrorList {
+	mode := m.Spec.Network.PortModeOrDefault()
+	if !isControlPlane(m.Labels) || !mode.Layer2() {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "network", "portMode"), fmt.Sprintf(
+		"a control plane needs layer 3 for the cluster's elastic IP or BGP session; %s removes it: use hybrid-bonded or hybrid", mode))}
 }
 
 // validateClusterNetwork checks a PacketCluster's network: a VLAN lives in a metro, and names at

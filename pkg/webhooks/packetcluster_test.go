@@ -143,6 +143,16 @@ func TestPacketClusterValidateCreate(t *testing.T) {
 		}, warning: "puts the Packet API key in the devices' user-data"},
 		{name: "exposeAPIKeyInUserData with the manager's key", spec: func(s *infrav1.PacketClusterSpec) { s.ExposeAPIKeyInUserData = true },
 			want: want{"spec.exposeAPIKeyInUserData", "only the key of the cluster's own credentialsRef Secret can be put in user-data, never the manager's"}},
+		{name: "a VLAN the provider creates", spec: func(s *infrav1.PacketClusterSpec) { s.Network = &infrav1.ClusterNetwork{} }},
+		{name: "an existing VLAN by VXLAN", spec: func(s *infrav1.PacketClusterSpec) {
+			s.Network = &infrav1.ClusterNetwork{VLAN: infrav1.VLANReference{VXLAN: 1001}}
+		}},
+		{name: "a VLAN by id and VXLAN", spec: func(s *infrav1.PacketClusterSpec) {
+			s.Network = &infrav1.ClusterNetwork{VLAN: infrav1.VLANReference{ID: "b3b8c1d2-0000-4000-8000-000000000002", VXLAN: 1001}}
+		}, want: want{"spec.network.vlan", "name the existing VLAN by id or by vxlan, not both"}},
+		{name: "a VLAN without a metro", spec: func(s *infrav1.PacketClusterSpec) {
+			s.Metro, s.Facility, s.Network = "", "da11", &infrav1.ClusterNetwork{}
+		}, want: want{"spec.metro", "a VLAN belongs to a metro"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +179,9 @@ func TestPacketClusterValidateUpdate(t *testing.T) {
 		warning  string
 	}{
 		{name: "no change", old: func(*infrav1.PacketClusterSpec) {}, new: func(*infrav1.PacketClusterSpec) {}},
+		{name: "network added", old: func(*infrav1.PacketClusterSpec) {},
+			new:  func(s *infrav1.PacketClusterSpec) { s.Network = &infrav1.ClusterNetwork{} },
+			want: want{"spec.network", "cannot change once the cluster exists: its machines' ports carry the VLAN"}},
 		{name: "projectID change", old: func(*infrav1.PacketClusterSpec) {},
 			new:  func(s *infrav1.PacketClusterSpec) { s.ProjectID = "b3b8c1d2-0000-4000-8000-000000000002" },
 			want: want{"spec.projectID", "cannot change: the cluster's devices and elastic IP live in project"}},

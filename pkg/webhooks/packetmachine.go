@@ -52,7 +52,7 @@ func DefaultPacketMachineSpec(spec *infrav1.PacketMachineSpec) {
 func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachine) (admission.Warnings, error) {
 	errs, warnings := ValidatePacketMachineSpec(&m.Spec, field.NewPath("spec"))
 	errs = append(errs, validateSpotControlPlane(m)...)
-	errs = append(errs, validateMachineNetwork(m.Spec.Network, field.NewPath("spec", "network"), isControlPlane(m.Labels))...)
+	errs = append(errs, validateControlPlaneNetwork(m)...)
 	errs = append(errs, validateSSHKeyFormats(m.Spec.SSHKeys, field.NewPath("spec", "sshKeys"))...)
 	return warnings, invalid("PacketMachine", m.Name, errs)
 }
@@ -120,7 +120,7 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 	if spec.Network != nil && spec.Network.PortMode != "" && !contains(portModes, string(spec.Network.PortMode)) {
 		errs = append(errs, field.NotSupported(path.Child("network", "portMode"), spec.Network.PortMode, portModes))
 	}
-	errs = append(errs, validateMachineNetwork(spec.Network, path.Child("network"), false)...)
+	errs = append(errs, validateMachineNetwork(spec.Network, path.Child("network"))...)
 	return errs, warnings
 }
 

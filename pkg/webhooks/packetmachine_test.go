@@ -111,6 +111,31 @@ var machineSpecCases = []struct {
 	{name: "spot on a hardware reservation", spec: func(s *infrav1.PacketMachineSpec) {
 		s.SpotInstance, s.SpotPriceMax, s.HardwareReservationID = true, ptr.To(resource.MustParse("0.5")), "next-available"
 	}, want: want{"spotInstance", "cannot be a spot device"}},
+	{name: "hybrid-bonded on the cluster VLAN without public IPv4", spec: network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeHybridBonded,
+		VLANs: []infrav1.MachineVLAN{{Cluster: true}}, PublicIPv4: ptr.To(false)})},
+	{name: "layer2-individual on two ports", spec: network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeLayer2Individual,
+		VLANs: []infrav1.MachineVLAN{{Cluster: true}, {VLANReference: infrav1.VLANReference{VXLAN: 1001}, Port: "eth1"}}})},
+	{name: "VLANs on layer3 ports", spec: network(&infrav1.MachineNetwork{VLANs: []infrav1.MachineVLAN{{Cluster: true}}}),
+		want: want{"network.vlans", "layer3 ports carry no VLANs"}},
+	{name: "layer2-bonded without a VLAN", spec: network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeLayer2Bonded}),
+		want: want{"network.vlans", "without a VLAN it would be unreachable"}},
+	{name: "a VLAN entry naming none", spec: network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeHybrid, VLANs: []infrav1.MachineVLAN{{}}}),
+		want: want{"network.vlans[0]", "name exactly one VLAN"}},
+	{name: "a VLAN entry naming two", spec: network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeHybrid,
+		VLANs: []infrav1.MachineVLAN{{Cluster: true, VLANReference: infrav1.VLANReference{VXLAN: 1001}}}}),
+		want: want{"network.vlans[0]", "name exactly one VLAN"}},
+	{name: "hybrid VLAN on bond0", spec: network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeHybrid,
+		VLANs: []infrav1.MachineVLAN{{Cluster: true, Port: "bond0"}}}),
+		want: want{"network.vlans[0].port", `supported values: "eth1"`}},
+	{name: "hybrid-bonded VLAN on eth1", spec: network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeHybridBonded,
+		VLANs: []infrav1.MachineVLAN{{Cluster: true, Port: "eth1"}}}),
+		want: want{"network.vlans[0].port", `supported values: "bond0"`}},
+	{name: "unknown port mode", spec: network(&infrav1.MachineNetwork{PortMode: "layer4"}),
+		want: want{"network.portMode", `supported values: "layer3", "hybrid"`}},
+}
+
+func network(n *infrav1.MachineNetwork) func(*infrav1.PacketMachineSpec) {
+	return func(s *infrav1.PacketMachineSpec) { s.Network = n }
 }
 
 func TestPacketMachineSSHKeysAreUUIDsOrPublicKeys(t *testing.T) {
@@ -152,6 +177,18 @@ func TestPacketMachineSpotControlPlanesNeedConsent(t *testing.T) {
 	cp.Annotations = map[string]string{infrav1.AllowSpotControlPlaneAnnotation: "true"}
 	if _, err := (&PacketMachine{}).ValidateCreate(context.Background(), cp); err != nil {
 		t.Fatalf("spot control plane with the annotation refused: %v", err)
+	}
+}
+
+func TestPacketMachineControlPlanesKeepLayer3(t *testing.T) {
+	cp := packetMachine(network(&infrav1.MachineNetwork{PortMode: infrav1.PortModeLayer2Bonded, VLANs: []infrav1.MachineVLAN{{Cluster: true}}}))
+	cp.Labels = map[string]string{"cluster.x-k8s.io/control-plane": ""}
+	_, err := (&PacketMachine{}).ValidateCreate(context.Background(), cp)
+	checkErr(t, err, want{"spec.network.portMode", "a control plane needs layer 3"})
+
+	cp.Spec.Network.PortMode = infrav1.PortModeHybridBonded
+	if _, err := (&PacketMachine{}).ValidateCreate(context.Background(), cp); err != nil {
+		t.Fatalf("hybrid-bonded control plane refused: %v", err)
 	}
 }
 

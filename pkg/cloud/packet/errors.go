@@ -95,6 +95,13 @@ func IsAlreadyTaken(err error) bool {
 	return errors.As(err, &e) && e.Kind == KindInvalid && strings.Contains(e.Message(), "already been taken")
 }
 
+// IsAlreadyAssigned reports Packet's 422 for a VLAN the port carries already: an attachment
+// whose answer was lost went through.
+func IsAlreadyAssigned(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindInvalid && strings.Contains(e.Message(), "already assigned")
+}
+
 // IsForbidden reports whether Packet answered 403. For one device that is the device's own
 // state (Packet answers it for some failed devices), not necessarily bad credentials.
 func IsForbidden(err error) bool {

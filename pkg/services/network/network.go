@@ -135,8 +135,8 @@ func (s *Service) resolve(ctx context.Context, v infrav1.MachineVLAN) (string, *
 	return "", &waitReason{infrav1.VLANNotFoundReason, fmt.Sprintf("No VLAN with VXLAN %d in metro %s", v.VXLAN, metro), notFoundRetry}, nil
 }
 
-// nextStep sends the first call the device still needs, and says what it did; "" when the
-// device is as the spec asks.
+// nextStep sends the first conversion the device still needs and says what it did, or attaches
+// the missing VLANs and returns "": the device is then as the spec asks.
 func (s *Service) nextStep(ctx context.Context, mode infrav1.PortMode, ports []packet.Port, vlans []wantedVLAN) (string, error) {
 	byName := map[string]packet.Port{}
 	for _, p := range ports {
@@ -152,13 +152,18 @@ func (s *Service) nextStep(ctx context.Context, mode infrav1.PortMode, ports []p
 	case mode == infrav1.PortModeLayer2Individual && (bond0.Bonded || eth1.Bonded):
 		return "Breaking bond0 into eth0 and eth1", client.DisbondPort(ctx, bond0.ID, true)
 	}
+	// Attachments are independent and Packet answers each with the port as it now is, so they
+	// all go in this reconcile and need no second read.
 	for _, v := range vlans {
 		port, ok := byName[v.port]
 		if !ok {
 			return "", fmt.Errorf("device has no port %s", v.port)
 		}
-		if !slices.Contains(port.VLANIDs, v.vlanID) {
-			return fmt.Sprintf("Attaching VLAN %s to %s", v.vlanID, v.port), client.AssignVLAN(ctx, port.ID, v.vlanID)
+		if slices.Contains(port.VLANIDs, v.vlanID) {
+			continue
+		}
+		if err := client.AssignVLAN(ctx, port.ID, v.vlanID); err != nil && !packet.IsAlreadyAssigned(err) {
+			return "", err
 		}
 	}
 	return "", nil

@@ -93,7 +93,7 @@ func deleteClusters(ctx context.Context, ns string) error {
 }
 
 // checkLeaks asserts (with a short grace for in-flight deletions) that the simulator holds no
-// device, IP reservation, BGP session or SSH key created for a cluster of namespace ns.
+// device, IP reservation, BGP session, SSH key or VLAN created for a cluster of namespace ns.
 func checkLeaks(ctx context.Context, ns string) error {
 	if sim == nil {
 		return nil
@@ -128,6 +128,9 @@ func leaks(ctx context.Context, ns string) error {
 	if st.keys, err = sim.SSHKeys(ctx); err != nil {
 		return err
 	}
+	if st.vlans, err = sim.VLANs(ctx); err != nil {
+		return err
+	}
 	if problems := leakedIn(st, ns); len(problems) > 0 {
 		return fmt.Errorf("the simulator still holds: %s", strings.Join(problems, "; "))
 	}
@@ -140,6 +143,7 @@ type simState struct {
 	ips      []IP
 	sessions []BGPSession
 	keys     []SSHKey
+	vlans    []VLAN
 }
 
 // leakedIn lists what st still holds of namespace ns's clusters: devices and IP reservations
@@ -167,6 +171,11 @@ func leakedIn(st simState, ns string) []string {
 	for _, k := range st.keys {
 		if taggedFor([]string{k.Label}, ns) {
 			problems = append(problems, fmt.Sprintf("SSH key %s (%s)", k.ID, k.Label))
+		}
+	}
+	for _, vn := range st.vlans {
+		if taggedFor([]string{vn.Description}, ns) {
+			problems = append(problems, fmt.Sprintf("VLAN %s (%d, %s)", vn.ID, vn.VXLAN, vn.Description))
 		}
 	}
 	return problems

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -101,7 +102,7 @@ func flavours() []string {
 var _ = Describe("Template flavours", func() {
 	It("finds the flavours in the provider's repository", func() {
 		Expect(flavours()).To(ContainElement(""), "cluster-template.yaml is in the repository")
-		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar"))
+		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar", "private-network"))
 	})
 	// Every flavour at once, each in a namespace of its own: the clusters come up and go away
 	// side by side, which is also what a management cluster serving several teams sees.
@@ -131,6 +132,9 @@ var _ = Describe("Template flavours", func() {
 			waitClusterProvisioned(ctx, a.ns, infraName)
 			waitClusterAvailable(ctx, a.ns, a.name, 1, 1, 6*time.Minute)
 			expectNodesMatchMachines(ctx, a.ns, a.name)
+			if a.flavour == "private-network" {
+				expectPrivateNetwork(ctx, a.ns, a.name, infraName)
+			}
 		}
 		By("deleting every flavour's Cluster")
 		for _, a := range all {
@@ -144,3 +148,37 @@ var _ = Describe("Template flavours", func() {
 		}
 	})
 })
+
+// expectPrivateNetwork checks the private-network flavour's devices in the simulator: every one
+// carries the cluster's VLAN on bond0, still bonded (hybrid-bonded), and the worker has no public
+// IPv4.
+func expectPrivateNetwork(ctx context.Context, ns, cluster, packetCluster string) {
+	pc := &infrav1.PacketCluster{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: packetCluster}, pc)).To(Succeed())
+	Expect(pc.Status.Network).NotTo(BeNil(), "the PacketCluster reports its VLAN")
+	vlanID := pc.Status.Network.VLANID
+	devices, err := sim.Devices(ctx, infrav1.ClusterTag(ns, cluster))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(devices).To(HaveLen(2))
+	workers := 0
+	for _, summary := range devices {
+		d, err := sim.Device(ctx, summary.ID)
+		Expect(err).NotTo(HaveOccurred())
+		var bond0 *Port
+		for i := range d.Ports {
+			if d.Ports[i].Name == "bond0" {
+				bond0 = &d.Ports[i]
+			}
+		}
+		Expect(bond0).NotTo(BeNil())
+		Expect(bond0.Data.Bonded).To(BeTrue(), "hybrid-bonded keeps bond0 bonded")
+		Expect(bond0.VLANs).To(ContainElement(HaveField("ID", vlanID)), "device %s carries the cluster's VLAN", d.Hostname)
+		if hasTagPart(d.Tags, infrav1.RoleTag(false)) {
+			workers++
+			for _, ip := range d.Network {
+				Expect(ip.Public && strings.Contains(ip.Address, ".")).To(BeFalse(), "the worker %s has no public IPv4", d.Hostname)
+			}
+		}
+	}
+	Expect(workers).To(Equal(1))
+}

@@ -38,6 +38,25 @@ type Device struct {
 	SpotInstance    bool    `json:"spot_instance"`
 	SpotPriceMax    float64 `json:"spot_price_max"`
 	TerminationTime *string `json:"termination_time"`
+	Ports           []Port  `json:"network_ports"`
+}
+
+// Port is a device's network port with the VLANs it carries.
+type Port struct {
+	Name string `json:"name"`
+	Data struct {
+		Bonded bool `json:"bonded"`
+	} `json:"data"`
+	VLANs []struct {
+		ID string `json:"id"`
+	} `json:"virtual_networks"`
+}
+
+// VLAN is a Packet virtual network.
+type VLAN struct {
+	ID          string `json:"id"`
+	VXLAN       int    `json:"vxlan"`
+	Description string `json:"description"`
 }
 
 // IP is an IP reservation or assignment.
@@ -187,6 +206,14 @@ func (c *SimClient) IPReservations(ctx context.Context, tagPart string) ([]IP, e
 // BGPSessions lists the project's BGP sessions.
 func (c *SimClient) BGPSessions(ctx context.Context) ([]BGPSession, error) {
 	return list[BGPSession](ctx, c, "/metal/v1/projects/"+c.ProjectID+"/bgp/sessions", "bgp_sessions")
+}
+
+// VLANs lists the project's VLANs.
+func (c *SimClient) VLANs(ctx context.Context) ([]VLAN, error) {
+	var out struct {
+		VLANs []VLAN `json:"virtual_networks"`
+	}
+	return out.VLANs, c.do(ctx, http.MethodGet, "/metal/v1/projects/"+c.ProjectID+"/virtual-networks", nil, &out)
 }
 
 // SSHKeys lists the project's SSH keys.

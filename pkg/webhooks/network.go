@@ -3,6 +3,7 @@ package webhooks
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -47,7 +48,7 @@ func validateMachineNetwork(n *infrav1.MachineNetwork, path *field.Path) field.E
 			errs = append(errs, field.Invalid(p, fmt.Sprintf("cluster=%t id=%q vxlan=%d", v.Cluster, v.ID, v.VXLAN),
 				"name exactly one VLAN: cluster: true (the PacketCluster's), id or vxlan"))
 		}
-		if ports, ok := portsOfMode[mode]; ok && v.Port != "" && !contains(ports, v.Port) {
+		if ports, ok := portsOfMode[mode]; ok && v.Port != "" && !slices.Contains(ports, v.Port) {
 			errs = append(errs, field.NotSupported(p.Child("port"), v.Port, ports))
 		}
 	}
@@ -90,13 +91,4 @@ func clusterNetworkChange(oldSpec, newSpec *infrav1.PacketClusterSpec, path *fie
 	}
 	return field.ErrorList{field.Forbidden(path.Child("network"),
 		"cannot change once the cluster exists: its machines' ports carry the VLAN; create a new cluster for another network")}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -117,7 +117,7 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 		errs = append(errs, field.Invalid(path.Child("customData"), string(spec.CustomData.Raw), "must be valid JSON"))
 	}
 	errs = append(errs, validateSpot(spec, path)...)
-	if spec.Network != nil && spec.Network.PortMode != "" && !contains(portModes, string(spec.Network.PortMode)) {
+	if spec.Network != nil && spec.Network.PortMode != "" && !slices.Contains(portModes, string(spec.Network.PortMode)) {
 		errs = append(errs, field.NotSupported(path.Child("network", "portMode"), spec.Network.PortMode, portModes))
 	}
 	errs = append(errs, validateMachineNetwork(spec.Network, path.Child("network"))...)

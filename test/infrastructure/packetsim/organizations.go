@@ -35,6 +35,16 @@ type organizationRequest struct {
 	Address     json.RawMessage `json:"address"`
 }
 
+var errBlankName = errorf(http.StatusUnprocessableEntity, "Name can't be blank")
+
+// validName refuses a name given blank; an absent one is checked by the create.
+func (req *organizationRequest) validName() error {
+	if req.Name != nil && strings.TrimSpace(*req.Name) == "" {
+		return errBlankName
+	}
+	return nil
+}
+
 func (req *organizationRequest) apply(o *Organization) {
 	setIfGiven(&o.Name, req.Name)
 	setIfGiven(&o.Description, req.Description)
@@ -153,8 +163,11 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request) {
 		if !s.tokenIsUserLevel(r) {
 			return nil, forbidden("organization")
 		}
-		if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
-			return nil, errorf(http.StatusUnprocessableEntity, "Name can't be blank")
+		if req.Name == nil {
+			return nil, errBlankName
+		}
+		if err := req.validName(); err != nil {
+			return nil, err
 		}
 		o := &Organization{ID: uuid.NewString(), PaymentMethodID: uuid.NewString(), CreatedAt: now, UpdatedAt: now}
 		req.apply(o)
@@ -177,8 +190,8 @@ func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		if req.Name != nil && strings.TrimSpace(*req.Name) == "" {
-			return nil, errorf(http.StatusUnprocessableEntity, "Name can't be blank")
+		if err := req.validName(); err != nil {
+			return nil, err
 		}
 		req.apply(o)
 		o.UpdatedAt = now

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -62,6 +63,9 @@ type options struct {
 	webhookPort                 int
 	webhookCertDir              string
 	packetAPIURL                string
+	lbaasURL                    string
+	tokenExchangeURL            string
+	emlbLocations               map[string]string
 	packetAPIQPS                float64
 	packetAPIBurst              int
 	bgpLocalASN                 int64
@@ -104,6 +108,12 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Directory holding the webhook server's tls.crt and tls.key.")
 	fs.StringVar(&o.packetAPIURL, "packet-api-url", envOr("PACKET_API_URL", packet.DefaultAPIURL),
 		"Base URL of the Packet API (env PACKET_API_URL); point it at packetsim for local work.")
+	fs.StringVar(&o.lbaasURL, "lbaas-url", envOr("LBAAS_API_URL", packet.DefaultLBaaSURL),
+		"Base URL of the Equinix Metal Load Balancer API (env LBAAS_API_URL), for vipManager EMLB.")
+	fs.StringVar(&o.tokenExchangeURL, "token-exchange-url", envOr("METAL_TOKEN_EXCHANGE_URL", packet.DefaultTokenExchangeURL),
+		"URL that exchanges a Packet API key for Load Balancer API tokens (env METAL_TOKEN_EXCHANGE_URL).")
+	fs.StringToStringVar(&o.emlbLocations, "emlb-locations", nil,
+		"Extra metro=locationID pairs of the Load Balancer API, for metros that gained load balancers after this release (built in: "+strings.Join(packet.LoadBalancerMetros(), ", ")+").")
 	fs.Float64Var(&o.packetAPIQPS, "packet-api-qps", 10,
 		"Maximum Packet API requests per second for each API key.")
 	fs.IntVar(&o.packetAPIBurst, "packet-api-burst", 20,
@@ -151,7 +161,7 @@ func main() {
 }
 
 func run(opts *options) error {
-	setupLog.Info("Starting cluster-api-provider-packet", "version", version.Get(), "packetAPIURL", opts.packetAPIURL)
+	setupLog.Info("Starting cluster-api-provider-packet", "version", version.Get(), "packetAPIURL", opts.packetAPIURL, "lbaasURL", opts.lbaasURL)
 
 	tlsOptions, metricsOptions, err := flags.GetManagerOptions(opts.manager)
 	if err != nil {
@@ -222,11 +232,14 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	if apiKey == "" {
 		setupLog.Info("PACKET_API_KEY is not set: only PacketClusters with spec.credentialsRef can be reconciled")
 	}
+	packet.SetLoadBalancerLocations(opts.emlbLocations)
 	factory := packet.NewFactory(packet.Options{
-		APIURL:    opts.packetAPIURL,
-		UserAgent: "cluster-api-provider-packet/" + version.Get(),
-		QPS:       opts.packetAPIQPS,
-		Burst:     opts.packetAPIBurst,
+		APIURL:           opts.packetAPIURL,
+		LBaaSURL:         opts.lbaasURL,
+		TokenExchangeURL: opts.tokenExchangeURL,
+		UserAgent:        "cluster-api-provider-packet/" + version.Get(),
+		QPS:              opts.packetAPIQPS,
+		Burst:            opts.packetAPIBurst,
 	})
 	if err := (&controllers.PacketClusterReconciler{
 		Client:             mgr.GetClient(),

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/loadbalancer"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/vlan"
 )
@@ -44,7 +45,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=patch
 
 // PacketClusterReconciler gives a Cluster its Packet infrastructure: the control-plane endpoint
-// (an elastic IP, or the user's), BGP for kube-vip, and failure domains.
+// (an elastic IP, a load balancer, or the user's), BGP for kube-vip, and failure domains.
 type PacketClusterReconciler struct {
 	Client client.Client
 	// Packet gives the Packet client for a set of credentials.
@@ -84,6 +85,8 @@ func (r *PacketClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			builder.WithPredicates(filter, predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
 		).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketClusters), builder.OnlyMetadata).
+		Watches(&infrav1.PacketMachine{}, handler.EnqueueRequestsFromMapFunc(r.controlPlaneToPacketCluster),
+			builder.WithPredicates(filter, controlPlaneGoing)).
 		Complete(r)
 }
 
@@ -166,17 +169,7 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.ClusterScope) (ctrl.Result, error) {
 	pc := s.PacketCluster
-	eip := elasticip.NewService(s)
-	if r.PendingIPRetry > 0 {
-		eip.PendingRetry = r.PendingIPRetry
-	}
-	if r.IPConfirmWindow > 0 {
-		eip.ConfirmWindow = r.IPConfirmWindow
-	}
-	if r.Now != nil {
-		eip.Now = r.Now
-	}
-	if res, err := eip.Reconcile(ctx); err != nil || !res.IsZero() ||
+	if res, err := r.endpointService(s).Reconcile(ctx); err != nil || !res.IsZero() ||
 		!conditions.IsTrue(pc, infrav1.ControlPlaneEndpointReadyCondition) {
 		return res, err
 	}
@@ -217,8 +210,8 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 		return ctrl.Result{RequeueAfter: machinesGoneRetry}, nil
 	}
 	conditions.Set(pc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: metav1.ConditionFalse,
-		Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Deleting (elastic IP reclaim policy %s)", pc.Spec.ElasticIPReclaimPolicy)})
-	if res, err := elasticip.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
+		Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Deleting (reclaim policy %s)", pc.Spec.ElasticIPReclaimPolicy)})
+	if res, err := r.endpointService(s).Delete(ctx); err != nil || !res.IsZero() {
 		return res, err
 	}
 	if res, err := vlan.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
@@ -239,6 +232,28 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	}
 	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
 	return ctrl.Result{}, nil
+}
+
+// endpointService is the service behind the cluster's control-plane endpoint: the load
+// balancer of an EMLB cluster, else the elastic IP.
+func (r *PacketClusterReconciler) endpointService(s *scope.ClusterScope) interface {
+	Reconcile(context.Context) (ctrl.Result, error)
+	Delete(context.Context) (ctrl.Result, error)
+} {
+	if s.PacketCluster.Spec.VIPManager == infrav1.EMLBVIPManager {
+		return loadbalancer.NewService(s)
+	}
+	eip := elasticip.NewService(s)
+	if r.PendingIPRetry > 0 {
+		eip.PendingRetry = r.PendingIPRetry
+	}
+	if r.IPConfirmWindow > 0 {
+		eip.ConfirmWindow = r.IPConfirmWindow
+	}
+	if r.Now != nil {
+		eip.Now = r.Now
+	}
+	return eip
 }
 
 // machinesGoneRetry is how often a PacketCluster being deleted looks for its machines again.

@@ -334,14 +334,4 @@ var _ = Describe("PacketCluster reconciler", func() {
 		_, err = c.GetIPReservation(ctx, old.ID)
 		Expect(err).NotTo(HaveOccurred(), "the migrated cluster's address is still reserved")
 	})
-
-	It("refuses EMLB with a reason that says it is not supported", func() {
-		ns := newNamespace()
-		createCluster(ns, "emlb", infrav1.PacketClusterSpec{Metro: "sv", VIPManager: infrav1.EMLBVIPManager})
-		Eventually(conditionOf(ns, "emlb", clusterv1.ReadyCondition), eventually).
-			Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("EMLB"))))
-		Expect(conditions.GetReason(getPacketCluster(ns, "emlb"), infrav1.ControlPlaneEndpointReadyCondition)).
-			To(Equal(infrav1.EMLBNotSupportedReason))
-		Expect(getPacketCluster(ns, "emlb").Status.Initialization.Provisioned).To(BeNil())
-	})
 })

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgpsession"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/loadbalancer"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/machineip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/network"
 )
@@ -208,9 +209,15 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 	if res, err := network.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
 		return res, err
 	}
-	if !conditions.IsTrue(pm, infrav1.ElasticIPAssignedCondition) || !conditions.IsTrue(pm, infrav1.BGPSessionReadyCondition) ||
-		!conditions.IsTrue(pm, infrav1.NetworkReadyCondition) {
-		return ctrl.Result{}, nil
+	// After the network: a layer-2 port loses the public address an origin needs.
+	if res, err := loadbalancer.NewOriginService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
+		return res, err
+	}
+	for _, c := range []string{infrav1.ElasticIPAssignedCondition, infrav1.BGPSessionReadyCondition,
+		infrav1.NetworkReadyCondition, infrav1.LoadBalancerOriginReadyCondition} {
+		if !conditions.IsTrue(pm, c) {
+			return ctrl.Result{}, nil
+		}
 	}
 	if !ptr.Deref(pm.Status.Initialization.Provisioned, false) {
 		record.Eventf(pm, "MachineProvisioned", "Device %s is provisioned", dev.ID)
@@ -235,6 +242,10 @@ func followFirst(s *scope.MachineScope, res ctrl.Result) ctrl.Result {
 }
 
 func (r *PacketMachineReconciler) reconcileDelete(ctx context.Context, s *scope.MachineScope) (ctrl.Result, error) {
+	// The load balancer stops sending to the device before it shuts down.
+	if res, err := loadbalancer.NewOriginService(s).Delete(ctx); err != nil || !res.IsZero() {
+		return res, err
+	}
 	done, res, err := device.NewService(s, r.deviceOptions()).Delete(ctx)
 	if err != nil || !done {
 		return res, err

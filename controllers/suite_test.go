@@ -69,6 +69,7 @@ var _ = BeforeSuite(func() {
 	// The device snapshot is scaled down with the poll interval (testPollMin, 100 ms against
 	// 10 s in production), so that, as in production, it is always fresher than the last look.
 	factory = packet.NewFactory(packet.Options{APIURL: simServer.URL + "/metal/v1/", QPS: 1000, Burst: 1000,
+		LBaaSURL: simServer.URL + "/lbaas/", TokenExchangeURL: simServer.URL + "/iam/api-keys/exchange",
 		UserAgent: "capp-test", Timeout: 5 * time.Second, DeviceSnapshotMaxAge: testPollMin / 2})
 
 	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{

@@ -28,6 +28,9 @@ const (
 	// NetworkReadyCondition is True once the device's ports are in the spec's mode with its VLANs,
 	// or when the machine asks for nothing but the default.
 	NetworkReadyCondition = "NetworkReady"
+	// LoadBalancerOriginReadyCondition is True once an EMLB control plane's device is an active
+	// origin of the cluster's load balancer, or when the machine needs none.
+	LoadBalancerOriginReadyCondition = "LoadBalancerOriginReady"
 )
 
 // Conditions shared by both kinds.
@@ -44,7 +47,6 @@ const (
 	WaitingForIPReservationReason         = "WaitingForIPReservation"
 	ElasticIPReservedReason               = "ElasticIPReserved"
 	UserSuppliedEndpointReason            = "UserSuppliedEndpoint"
-	EMLBNotSupportedReason                = "EMLBNotSupported"
 	QuotaExceededReason                   = "QuotaExceeded"
 	RateLimitedReason                     = "RateLimited"
 	CredentialsInvalidReason              = "CredentialsInvalid"
@@ -78,6 +80,12 @@ const (
 	APIKeyNotExposableReason = "APIKeyNotExposable"
 	// DeviceNotOwnedReason: spec.providerID names a device outside the cluster's project or tags.
 	DeviceNotOwnedReason = "DeviceNotOwned"
+	// EMLB: the load balancer serves the endpoint; it is being set up; the metro has none; an
+	// origin is registered.
+	LoadBalancerReadyReason       = "LoadBalancerReady"
+	WaitingForLoadBalancerReason  = "WaitingForLoadBalancer"
+	LoadBalancerUnavailableReason = "LoadBalancerLocationUnavailable"
+	LoadBalancerOriginAddedReason = "OriginRegistered"
 	// DeviceDeletionStuckReason: the device is deprovisioning far longer than Packet takes.
 	DeviceDeletionStuckReason = "DeviceDeletionStuck"
 )

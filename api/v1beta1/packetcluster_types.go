@@ -22,7 +22,8 @@ const (
 	CPEMVIPManager VIPManagerType = "CPEM"
 	// KubeVIPVIPManager: kube-vip announces the elastic IP over BGP from the control planes.
 	KubeVIPVIPManager VIPManagerType = "KUBE_VIP"
-	// EMLBVIPManager: an Equinix Metal Load Balancer fronts the control planes. Not supported yet.
+	// EMLBVIPManager: an Equinix Metal Load Balancer fronts the control planes; its address is the
+	// endpoint and every control plane is one of its origins. Needs a metro with load balancers.
 	EMLBVIPManager VIPManagerType = "EMLB"
 )
 
@@ -59,8 +60,9 @@ type PacketClusterSpec struct {
 	Facility string `json:"facility,omitempty"`
 
 	// controlPlaneEndpoint is the endpoint used to reach the control plane. The controller fills it
-	// with the reserved elastic IP and port 6443; a host set by the user is honoured and nothing is
-	// reserved for it.
+	// with the reserved elastic IP (EMLB: the load balancer's address) and port 6443; a host set by
+	// the user is honoured and nothing is reserved for it (EMLB: the project's load balancer that
+	// holds that address is adopted).
 	// +optional
 	ControlPlaneEndpoint clusterv1.APIEndpoint `json:"controlPlaneEndpoint,omitempty,omitzero"`
 
@@ -75,8 +77,9 @@ type PacketClusterSpec struct {
 	// +optional
 	CredentialsRef *SecretReference `json:"credentialsRef,omitempty"`
 
-	// elasticIPReclaimPolicy says whether the control-plane elastic IP is released (Delete, the
-	// default) or kept (Retain) when the cluster is deleted.
+	// elasticIPReclaimPolicy says whether the control-plane elastic IP (EMLB: the load balancer,
+	// its port and pool) is released (Delete, the default) or kept (Retain) when the cluster is
+	// deleted.
 	// +optional
 	// +kubebuilder:default=Delete
 	ElasticIPReclaimPolicy ElasticIPReclaimPolicy `json:"elasticIPReclaimPolicy,omitempty"`

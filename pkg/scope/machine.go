@@ -24,6 +24,7 @@ var MachineConditions = []string{
 	infrav1.ElasticIPAssignedCondition,
 	infrav1.BGPSessionReadyCondition,
 	infrav1.NetworkReadyCondition,
+	infrav1.LoadBalancerOriginReadyCondition,
 }
 
 // MachineScopeParams are what a MachineScope is built from.

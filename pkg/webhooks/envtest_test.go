@@ -88,8 +88,11 @@ var _ = Describe("PacketCluster webhooks", func() {
 		},
 		Entry("no location", func(s *infrav1.PacketClusterSpec) { s.Metro = "" }, "spec.metro", "set the Packet metro"),
 		Entry("metro and facility", func(s *infrav1.PacketClusterSpec) { s.Facility = "da11" }, "spec.facility", "mutually exclusive"),
-		Entry("EMLB", func(s *infrav1.PacketClusterSpec) { s.VIPManager = infrav1.EMLBVIPManager },
-			"spec.vipManager", "EMLB (Equinix Metal Load Balancer) is not supported by this provider yet: use CPEM"),
+		Entry("EMLB in a metro without load balancers", func(s *infrav1.PacketClusterSpec) { s.VIPManager, s.Metro = infrav1.EMLBVIPManager, "fr" },
+			"spec.metro", `supported values: "am", "da", "dc", "ny", "sg", "sv"`),
+		Entry("EMLB in a facility", func(s *infrav1.PacketClusterSpec) {
+			s.VIPManager, s.Metro, s.Facility = infrav1.EMLBVIPManager, "", "da11"
+		}, "spec.metro", "vipManager EMLB needs a metro"),
 		Entry("a host with a scheme", func(s *infrav1.PacketClusterSpec) {
 			s.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "https://api.example.com", Port: 6443}
 		}, "spec.controlPlaneEndpoint.host", "must be an IP address or a DNS name"),
@@ -268,8 +271,8 @@ var _ = Describe("Template webhooks", func() {
 		Expect(k8s.Update(ctx, changed, client.DryRunAll)).To(Succeed())
 
 		changed = t.DeepCopy()
-		changed.Spec.Template.Spec.VIPManager = infrav1.EMLBVIPManager
+		changed.Spec.Template.Spec.VIPManager = "METALLB"
 		changed.Annotations = map[string]string{clusterv1.TopologyDryRunAnnotation: ""}
-		expectRejected(k8s.Update(ctx, changed, client.DryRunAll), "spec.template.spec.vipManager", "not supported by this provider yet")
+		expectRejected(k8s.Update(ctx, changed, client.DryRunAll), "spec.template.spec.vipManager", "Unsupported value")
 	})
 })

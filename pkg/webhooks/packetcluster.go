@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -10,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 )
 
 // +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-packetcluster,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=packetclusters,versions=v1beta1,name=default.packetcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
@@ -139,11 +142,10 @@ func ValidatePacketClusterSpec(spec *infrav1.PacketClusterSpec, path *field.Path
 	switch spec.VIPManager {
 	case "", infrav1.CPEMVIPManager, infrav1.KubeVIPVIPManager:
 	case infrav1.EMLBVIPManager:
-		errs = append(errs, field.Invalid(path.Child("vipManager"), spec.VIPManager,
-			"EMLB (Equinix Metal Load Balancer) is not supported by this provider yet: use CPEM (the default; the cloud provider moves an elastic IP between control planes) or KUBE_VIP (kube-vip announces it over BGP)"))
+		errs = append(errs, validateEMLBMetro(spec, path, locationRequired)...)
 	default:
 		errs = append(errs, field.NotSupported(path.Child("vipManager"), spec.VIPManager,
-			[]string{string(infrav1.CPEMVIPManager), string(infrav1.KubeVIPVIPManager)}))
+			[]string{string(infrav1.CPEMVIPManager), string(infrav1.KubeVIPVIPManager), string(infrav1.EMLBVIPManager)}))
 	}
 
 	errs = append(errs, validateEndpoint(spec.ControlPlaneEndpoint, path.Child("controlPlaneEndpoint"))...)
@@ -192,4 +194,21 @@ func ratchet(errs, oldErrs field.ErrorList) field.ErrorList {
 		}
 	}
 	return out
+}
+
+// validateEMLBMetro checks that an EMLB cluster is in a metro with Equinix Metal Load Balancers:
+// a load balancer lives in a metro, not a facility. A template's metro is checked on the
+// PacketClusters made from it: a ClusterClass may patch it in per cluster.
+func validateEMLBMetro(spec *infrav1.PacketClusterSpec, path *field.Path, locationRequired bool) field.ErrorList {
+	metros := packet.LoadBalancerMetros()
+	switch {
+	case !locationRequired:
+		return nil
+	case spec.Metro == "":
+		return field.ErrorList{field.Required(path.Child("metro"), fmt.Sprintf(
+			"vipManager EMLB needs a metro (load balancers live in metros, not facilities); metros with load balancers: %s", strings.Join(metros, ", ")))}
+	case !slices.Contains(metros, strings.ToLower(spec.Metro)):
+		return field.ErrorList{field.NotSupported(path.Child("metro"), spec.Metro, metros)}
+	}
+	return nil
 }

@@ -94,10 +94,13 @@ func TestPacketClusterValidateCreate(t *testing.T) {
 			warning: "spec.facility is deprecated"},
 		{name: "CPEM", spec: func(s *infrav1.PacketClusterSpec) { s.VIPManager = "CPEM" }},
 		{name: "KUBE_VIP", spec: func(s *infrav1.PacketClusterSpec) { s.VIPManager = "KUBE_VIP" }},
-		{name: "EMLB is not supported yet", spec: func(s *infrav1.PacketClusterSpec) { s.VIPManager = "EMLB" },
-			want: want{"spec.vipManager", "EMLB (Equinix Metal Load Balancer) is not supported by this provider yet: use CPEM"}},
+		{name: "EMLB in a metro with load balancers", spec: func(s *infrav1.PacketClusterSpec) { s.VIPManager, s.Metro = "EMLB", "SV" }},
+		{name: "EMLB in a metro without", spec: func(s *infrav1.PacketClusterSpec) { s.VIPManager, s.Metro = "EMLB", "fr" },
+			want: want{"spec.metro", `Unsupported value: "fr": supported values: "am", "da", "dc", "ny", "sg", "sv"`}},
+		{name: "EMLB in a facility", spec: func(s *infrav1.PacketClusterSpec) { s.VIPManager, s.Metro, s.Facility = "EMLB", "", "sv15" },
+			want: want{"spec.metro", "vipManager EMLB needs a metro (load balancers live in metros, not facilities); metros with load balancers: am, da"}},
 		{name: "unknown VIP manager", spec: func(s *infrav1.PacketClusterSpec) { s.VIPManager = "METALLB" },
-			want: want{"spec.vipManager", `supported values: "CPEM", "KUBE_VIP"`}},
+			want: want{"spec.vipManager", `supported values: "CPEM", "KUBE_VIP", "EMLB"`}},
 		{name: "endpoint IPv4", spec: func(s *infrav1.PacketClusterSpec) {
 			s.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "203.0.113.10", Port: 6443}
 		}},
@@ -216,7 +219,7 @@ func TestPacketClusterValidateUpdate(t *testing.T) {
 			new: func(s *infrav1.PacketClusterSpec) { s.VIPManager = "CPEM" }},
 		{name: "vipManager changed to EMLB", old: func(*infrav1.PacketClusterSpec) {},
 			new:  func(s *infrav1.PacketClusterSpec) { s.VIPManager = "EMLB" },
-			want: want{"spec.vipManager", "EMLB (Equinix Metal Load Balancer) is not supported"}},
+			want: want{"spec.vipManager", "cannot change from CPEM"}},
 		{name: "controller sets the endpoint", old: func(*infrav1.PacketClusterSpec) {}, new: withEndpoint},
 		{name: "endpoint change once set", old: withEndpoint,
 			new: func(s *infrav1.PacketClusterSpec) {

@@ -39,8 +39,11 @@ func TestPacketClusterTemplateValidateCreate(t *testing.T) {
 		}},
 		{name: "metro and facility", mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.Facility = "da11" },
 			want: want{"spec.template.spec.facility", "mutually exclusive"}},
-		{name: "EMLB", mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.VIPManager = "EMLB" },
-			want: want{"spec.template.spec.vipManager", "not supported by this provider yet"}},
+		{name: "EMLB with its metro left to the ClusterClass", mutate: func(r *infrav1.PacketClusterTemplateResource) {
+			r.Spec.VIPManager, r.Spec.Metro = "EMLB", "set-by-the-metro-variable"
+		}},
+		{name: "an unknown VIP manager", mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.VIPManager = "METALLB" },
+			want: want{"spec.template.spec.vipManager", `supported values: "CPEM", "KUBE_VIP", "EMLB"`}},
 		{name: "malformed endpoint", mutate: func(r *infrav1.PacketClusterTemplateResource) {
 			r.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Port: 6443}
 		}, want: want{"spec.template.spec.controlPlaneEndpoint.host", "a port needs a host"}},
@@ -90,8 +93,8 @@ func TestPacketClusterTemplateValidateUpdate(t *testing.T) {
 		{name: "spec change in a topology dry run", dryRun: true, annotations: topologyDryRunAnnotations,
 			mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.Metro = "sv" }},
 		{name: "topology dry run still validates the spec", dryRun: true, annotations: topologyDryRunAnnotations,
-			mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.VIPManager = "EMLB" },
-			want:   want{"spec.template.spec.vipManager", "not supported"}},
+			mutate: func(r *infrav1.PacketClusterTemplateResource) { r.Spec.VIPManager = "METALLB" },
+			want:   want{"spec.template.spec.vipManager", "Unsupported value"}},
 		{name: "bad metadata on update", mutate: func(r *infrav1.PacketClusterTemplateResource) {
 			r.ObjectMeta.Labels = map[string]string{"x": "not a valid value!"}
 		}, want: want{"spec.template.metadata.labels", ""}},

@@ -61,7 +61,7 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 		out, err := runClusterctl(nil, "generate", "provider", "--infrastructure", "packet:"+version, "--describe")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("TargetNamespace:    cluster-api-provider-packet-system"))
-		for _, v := range []string{"PACKET_API_KEY", "PACKET_API_URL", "CAPP_LOGLEVEL", "CAPP_DIAGNOSTICS_ADDRESS", "CAPP_INSECURE_DIAGNOSTICS"} {
+		for _, v := range []string{"PACKET_API_KEY", "PACKET_API_URL", "LBAAS_API_URL", "METAL_TOKEN_EXCHANGE_URL", "CAPP_LOGLEVEL", "CAPP_DIAGNOSTICS_ADDRESS", "CAPP_INSECURE_DIAGNOSTICS"} {
 			Expect(out).To(MatchRegexp(`(?m)^\s+- `+v+`$`), "variable %s", v)
 		}
 		Expect(out).To(ContainSubstring("quay.io/equinix-oss/cluster-api-provider-packet:" + version))
@@ -99,7 +99,10 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 		Expect(manager).To(HaveKey("readinessProbe"))
 		Expect(manager).To(HaveKey("livenessProbe"))
 		Expect(manager["resources"]).To(HaveKey("requests"))
-		Expect(manager["env"]).To(ContainElement(And(HaveKeyWithValue("name", "PACKET_API_URL"), HaveKeyWithValue("value", "https://api.equinix.com/metal/v1/"))))
+		Expect(manager["env"]).To(ContainElements(
+			And(HaveKeyWithValue("name", "PACKET_API_URL"), HaveKeyWithValue("value", "https://api.equinix.com/metal/v1/")),
+			And(HaveKeyWithValue("name", "LBAAS_API_URL"), HaveKeyWithValue("value", "https://lb.metalctrl.io/")),
+			And(HaveKeyWithValue("name", "METAL_TOKEN_EXCHANGE_URL"), HaveKeyWithValue("value", "https://iam.metalctrl.io/api-keys/exchange"))))
 		Expect(manager["args"]).To(ContainElements("--webhook-port=9443", "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs"))
 
 		secret := find(objs, "Secret", "capp-manager-bootstrap-credentials")

@@ -130,6 +130,8 @@ func (h *harness) startManager(ctx context.Context) error {
 	)
 	cmd.Env = append(os.Environ(),
 		"PACKET_API_URL="+h.simServer.URL+"/metal/v1/",
+		"LBAAS_API_URL="+h.simServer.URL+"/lbaas/",
+		"METAL_TOKEN_EXCHANGE_URL="+h.simServer.URL+"/iam/api-keys/exchange",
 		"PACKET_API_KEY="+h.apiKey,
 		"ENABLE_WEBHOOKS=false",
 	)

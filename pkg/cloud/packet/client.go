@@ -5,6 +5,7 @@
 package packet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -88,6 +89,9 @@ type Client interface {
 	// DeleteVLAN deletes a VLAN; deleting one that is already gone is not an error. Packet
 	// refuses while a port still carries it.
 	DeleteVLAN(ctx context.Context, id string) error
+
+	// LoadBalancers speaks the load-balancer API with the same key.
+	LoadBalancers
 }
 
 // DefaultAPIURL is the public Packet API.
@@ -119,6 +123,11 @@ type Options struct {
 	DeviceSnapshotMaxAge time.Duration
 	// DeviceSnapshotPageSize is the page size of that list; 0 means 1000, Packet's largest.
 	DeviceSnapshotPageSize int
+	// LBaaSURL is the load-balancer API's base URL; "" means DefaultLBaaSURL.
+	LBaaSURL string
+	// TokenExchangeURL exchanges the API key for load-balancer API tokens; "" means
+	// DefaultTokenExchangeURL.
+	TokenExchangeURL string
 }
 
 // NormalizeAPIURL returns the base URL with exactly one trailing slash: packngo resolves paths
@@ -170,6 +179,10 @@ func New(opts Options) (Client, error) {
 		return nil, err
 	}
 	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: time.Now}
+	c.lbaas = &lbaasClient{baseURL: normalizeBaseURL(opts.LBaaSURL, DefaultLBaaSURL), userAgent: opts.UserAgent,
+		http: httpClient, limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), now: time.Now,
+		tokens: &tokenSource{exchangeURL: cmp.Or(opts.TokenExchangeURL, DefaultTokenExchangeURL), apiKey: opts.APIKey,
+			userAgent: opts.UserAgent, http: httpClient, now: time.Now}}
 	if opts.DeviceSnapshotMaxAge == 0 {
 		opts.DeviceSnapshotMaxAge = defaultSnapshotMaxAge
 	}
@@ -197,6 +210,8 @@ type client struct {
 	now      func() time.Time
 	// snapshots answer DeviceStatus; nil when turned off.
 	snapshots *deviceSnapshots
+	// lbaas speaks the load-balancer API.
+	lbaas *lbaasClient
 
 	mu sync.Mutex
 	// blockedUntil is when Packet's last 429 stops applying. Until then calls fail fast

@@ -160,6 +160,12 @@ func classify(operation string, err error, now time.Time) *Error {
 	if apiErr.SingleError != "" {
 		messages = append(messages, apiErr.SingleError)
 	}
+	return classifyStatus(operation, status, messages, apiErr.Response.Header, now, err)
+}
+
+// classifyStatus builds the *Error of an answer with this status and these API texts; the
+// Metal API (through packngo) and the load-balancer API share it.
+func classifyStatus(operation string, status int, messages []string, header http.Header, now time.Time, err error) *Error {
 	if len(messages) == 0 {
 		messages = []string{http.StatusText(status)}
 	}
@@ -171,7 +177,7 @@ func classify(operation string, err error, now time.Time) *Error {
 		e.Kind = KindUnauthorized
 	case status == http.StatusTooManyRequests:
 		e.Kind = KindRateLimited
-		e.RetryAfter = retryAfter(apiErr.Response.Header, now)
+		e.RetryAfter = retryAfter(header, now)
 	case (status == http.StatusUnprocessableEntity || status == http.StatusServiceUnavailable) && mentions(messages, capacityTexts):
 		e.Kind = KindCapacity
 	case status == http.StatusUnprocessableEntity && mentions(messages, quotaTexts):

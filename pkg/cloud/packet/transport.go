@@ -27,17 +27,31 @@ func init() {
 	metrics.Registry.MustRegister(apiRequests, apiRequestDuration)
 }
 
-// uuidSegment matches the IDs in Packet API paths, so operations group by route.
-var uuidSegment = regexp.MustCompile(`/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+var (
+	// uuidSegment matches the IDs in Metal API paths, so operations group by route.
+	uuidSegment = regexp.MustCompile(`/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+	// lbaasIDSegment matches the prefixed IDs of the load-balancer API (loadbal-…, loadpol-…).
+	lbaasIDSegment = regexp.MustCompile(`/load[a-z]{3}-[A-Za-z0-9_-]+`)
+	// lbaasPortNumber matches the listener port number that GET .../ports/{number} names.
+	lbaasPortNumber = regexp.MustCompile(`/ports/[0-9]+$`)
+)
 
-// operationOf names a request by method and route, e.g. "GET /devices/{id}". It never includes
-// the query string or any header, so it is safe to log and to use as a metric label.
-func operationOf(r *http.Request) string {
-	p := r.URL.Path
-	if i := strings.Index(p, "/metal/v1/"); i >= 0 {
-		p = p[i+len("/metal/v1"):]
+// operationOf names a request by method and route, e.g. "GET /devices/{id}" (Metal API),
+// "LBaaS GET /v1/loadbalancers/{id}" (load-balancer API) or "POST /api-keys/exchange". It never
+// includes the query string or any header, so it is safe to log and to use as a metric label.
+func operationOf(r *http.Request) string { return operation(r.Method, r.URL.Path) }
+
+func operation(method, p string) string {
+	switch i := strings.Index(p, "/v1/"); {
+	case strings.Contains(p, "/metal/v1/"):
+		p = p[strings.Index(p, "/metal/v1/")+len("/metal/v1"):]
+	case strings.HasSuffix(p, "/api-keys/exchange"):
+		return method + " /api-keys/exchange"
+	case i >= 0:
+		p = lbaasIDSegment.ReplaceAllString(uuidSegment.ReplaceAllString(p[i:], "/{id}"), "/{id}")
+		return "LBaaS " + method + " " + lbaasPortNumber.ReplaceAllString(p, "/ports/{number}")
 	}
-	return r.Method + " " + uuidSegment.ReplaceAllString(p, "/{id}")
+	return method + " " + uuidSegment.ReplaceAllString(p, "/{id}")
 }
 
 // metricsTransport records every Packet API request in the capp_api_* metrics.

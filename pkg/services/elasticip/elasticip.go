@@ -1,5 +1,6 @@
 // Package elasticip reserves, reuses and releases the elastic IP behind a cluster's
-// control-plane endpoint. It owns the ControlPlaneEndpointReady condition.
+// control-plane endpoint. It owns the ControlPlaneEndpointReady condition of CPEM and KUBE_VIP
+// clusters (package loadbalancer owns it in EMLB clusters).
 package elasticip
 
 import (
@@ -49,11 +50,6 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	endpoint := &pc.Spec.ControlPlaneEndpoint
 	if endpoint.Host != "" && endpoint.Port == 0 {
 		endpoint.Port = infrav1.DefaultAPIServerPort
-	}
-	if pc.Spec.VIPManager == infrav1.EMLBVIPManager {
-		s.set(metav1.ConditionFalse, infrav1.EMLBNotSupportedReason,
-			"vipManager EMLB is not supported yet: the Equinix Metal Load Balancer API is not part of the Packet client; use CPEM or KUBE_VIP")
-		return ctrl.Result{}, nil
 	}
 	if endpoint.Host != "" && s.endpointIsOurs() {
 		return ctrl.Result{}, nil

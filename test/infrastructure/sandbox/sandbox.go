@@ -188,7 +188,8 @@ func (s *Sandbox) plan() {
 		{"capi-kubeadm-control-plane-controller-manager", "control-plane-kubeadm", "capi-kubeadm-control-plane-system",
 			s.cfg.ControlPlaneMgr, []string{"--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"}, nil},
 		{managerName, "infrastructure-packet", "cluster-api-provider-packet-system", s.cfg.Manager,
-			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken}},
+			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken,
+				"LBAAS_API_URL=" + s.SimURL + "/lbaas/", "METAL_TOKEN_EXCHANGE_URL=" + s.SimURL + "/iam/api-keys/exchange"}},
 	}
 	for i, m := range managers {
 		c := &Component{Name: m.name, Provider: m.provider, Namespace: m.namespace, binary: m.bin,

@@ -93,7 +93,8 @@ func deleteClusters(ctx context.Context, ns string) error {
 }
 
 // checkLeaks asserts (with a short grace for in-flight deletions) that the simulator holds no
-// device, IP reservation, BGP session, SSH key or VLAN created for a cluster of namespace ns.
+// device, IP reservation, BGP session, SSH key, VLAN, load balancer or pool (with its origins)
+// created for a cluster of namespace ns.
 func checkLeaks(ctx context.Context, ns string) error {
 	if sim == nil {
 		return nil
@@ -131,6 +132,12 @@ func leaks(ctx context.Context, ns string) error {
 	if st.vlans, err = sim.VLANs(ctx); err != nil {
 		return err
 	}
+	if st.loadBalancers, err = sim.LoadBalancers(ctx); err != nil {
+		return err
+	}
+	if st.pools, err = sim.LoadBalancerPools(ctx); err != nil {
+		return err
+	}
 	if problems := leakedIn(st, ns); len(problems) > 0 {
 		return fmt.Errorf("the simulator still holds: %s", strings.Join(problems, "; "))
 	}
@@ -144,6 +151,9 @@ type simState struct {
 	sessions []BGPSession
 	keys     []SSHKey
 	vlans    []VLAN
+	// EMLB clusters' load balancers and pools, named with the cluster's endpoint tag.
+	loadBalancers []LoadBalancer
+	pools         []LoadBalancerPool
 }
 
 // leakedIn lists what st still holds of namespace ns's clusters: devices and IP reservations
@@ -176,6 +186,16 @@ func leakedIn(st simState, ns string) []string {
 	for _, vn := range st.vlans {
 		if taggedFor([]string{vn.Description}, ns) {
 			problems = append(problems, fmt.Sprintf("VLAN %s (%d, %s)", vn.ID, vn.VXLAN, vn.Description))
+		}
+	}
+	for _, lb := range st.loadBalancers {
+		if taggedFor([]string{lb.Name}, ns) {
+			problems = append(problems, fmt.Sprintf("load balancer %s (%v, %s)", lb.ID, lb.IPs, lb.Name))
+		}
+	}
+	for _, p := range st.pools {
+		if taggedFor([]string{p.Name}, ns) {
+			problems = append(problems, fmt.Sprintf("load-balancer pool %s (%s, %d origins)", p.ID, p.Name, len(p.Origins)))
 		}
 	}
 	return problems

@@ -25,17 +25,23 @@ func TestLeakCheckFindsOneLeakOfEachKind(t *testing.T) {
 		sessions: []BGPSession{{ID: "bgp-orphan"}, {ID: "bgp-live"}},
 		keys:     []SSHKey{{ID: "key-mine", Label: infrav1.SSHKeyLabel(ns, "c1")}, {ID: "key-other", Label: infrav1.SSHKeyLabel(ns+"-other", "c1")}},
 		vlans:    []VLAN{{ID: "vlan-mine", Description: mine}, {ID: "vlan-other", Description: other}, {ID: "vlan-by-hand", Description: "lab"}},
+		loadBalancers: []LoadBalancer{{ID: "lb-mine", Name: infrav1.ControlPlaneEndpointTag(ns, "c1")},
+			{ID: "lb-other", Name: infrav1.ControlPlaneEndpointTag(ns+"-other", "c1")}, {ID: "lb-by-hand", Name: "c1-capp-vip"}},
+		pools: []LoadBalancerPool{{ID: "pool-mine", Name: infrav1.ControlPlaneEndpointTag(ns, "c1")},
+			{ID: "pool-other", Name: infrav1.ControlPlaneEndpointTag(ns+"-other", "c1")}},
 	}
 	st.sessions[0].Device.Href = "/metal/v1/devices/d-gone"
 	st.sessions[1].Device.Href = "/metal/v1/devices/d-other"
 
 	got := strings.Join(leakedIn(st, ns), "\n")
-	for _, want := range []string{"device d-mine", "IP reservation ip-mine", "BGP session bgp-orphan", "SSH key key-mine", "VLAN vlan-mine"} {
+	for _, want := range []string{"device d-mine", "IP reservation ip-mine", "BGP session bgp-orphan", "SSH key key-mine", "VLAN vlan-mine",
+		"load balancer lb-mine", "load-balancer pool pool-mine"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("leak check misses %q; it found:\n%s", want, got)
 		}
 	}
-	for _, notWant := range []string{"d-other", "ip-other", "ip-legacy", "bgp-live", "key-other", "vlan-other", "vlan-by-hand"} {
+	for _, notWant := range []string{"d-other", "ip-other", "ip-legacy", "bgp-live", "key-other", "vlan-other", "vlan-by-hand",
+		"lb-other", "lb-by-hand", "pool-other"} {
 		if strings.Contains(got, notWant) {
 			t.Errorf("leak check blames %q, which is not the namespace's; it found:\n%s", notWant, got)
 		}

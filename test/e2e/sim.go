@@ -128,6 +128,16 @@ func (c *SimClient) doOnce(ctx context.Context, method, path string, body, out a
 		return 0, err
 	}
 	req.Header.Set("X-Auth-Token", c.Token)
+	if strings.HasPrefix(path, "/lbaas/") || strings.HasPrefix(path, "/iam/") {
+		// The load-balancer API takes a bearer token, exchanged for the API key.
+		bearer := c.Token
+		if strings.HasPrefix(path, "/lbaas/") {
+			if bearer, err = c.lbaasToken(ctx); err != nil {
+				return 0, err
+			}
+		}
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	req.Header.Set("User-Agent", HarnessUserAgent)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -222,6 +232,55 @@ func (c *SimClient) SSHKeys(ctx context.Context) ([]SSHKey, error) {
 		Keys []SSHKey `json:"ssh_keys"`
 	}
 	return out.Keys, c.do(ctx, http.MethodGet, "/metal/v1/projects/"+c.ProjectID+"/ssh-keys", nil, &out)
+}
+
+// LoadBalancer is an Equinix Metal Load Balancer with its listener ports.
+type LoadBalancer struct {
+	ID    string   `json:"id"`
+	Name  string   `json:"name"`
+	IPs   []string `json:"ips"`
+	Ports []struct {
+		Number  int      `json:"number"`
+		PoolIDs []string `json:"pool_ids"`
+	} `json:"ports"`
+}
+
+// LoadBalancerPool is a load-balancer pool with its origins.
+type LoadBalancerPool struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Origins []struct {
+		ID         string `json:"id"`
+		Name       string `json:"name"`
+		Target     string `json:"target"`
+		PortNumber int    `json:"port_number"`
+		Active     bool   `json:"active"`
+	} `json:"origins"`
+}
+
+// lbaasToken exchanges the API key for a load-balancer API token, once per call: the harness
+// is not under test, and a fresh token never expires under it.
+func (c *SimClient) lbaasToken(ctx context.Context) (string, error) {
+	var out struct {
+		AccessToken string `json:"access_token"`
+	}
+	return out.AccessToken, c.do(ctx, http.MethodPost, "/iam/api-keys/exchange", nil, &out)
+}
+
+// LoadBalancers lists the project's load balancers.
+func (c *SimClient) LoadBalancers(ctx context.Context) ([]LoadBalancer, error) {
+	var out struct {
+		LoadBalancers []LoadBalancer `json:"loadbalancers"`
+	}
+	return out.LoadBalancers, c.do(ctx, http.MethodGet, "/lbaas/v1/projects/"+c.ProjectID+"/loadbalancers", nil, &out)
+}
+
+// LoadBalancerPools lists the project's load-balancer pools with their origins.
+func (c *SimClient) LoadBalancerPools(ctx context.Context) ([]LoadBalancerPool, error) {
+	var out struct {
+		Pools []LoadBalancerPool `json:"pools"`
+	}
+	return out.Pools, c.do(ctx, http.MethodGet, "/lbaas/v1/projects/"+c.ProjectID+"/loadbalancers/pools", nil, &out)
 }
 
 // Fault is a fault to inject (see test/infrastructure/packetsim.Fault).

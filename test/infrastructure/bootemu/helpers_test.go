@@ -39,6 +39,9 @@ type env struct {
 	sim   *packetsim.Server
 	metal *packngo.Client
 	emu   *Emulator
+	// url is the simulator's, and lbToken an access token of its load-balancer service (see
+	// lbaas_test.go).
+	url, lbToken string
 }
 
 func newEnv(t testing.TB) *env {
@@ -70,7 +73,7 @@ func newEnv(t testing.TB) *env {
 		srv.Close()
 		_ = sim.Close()
 	})
-	return &env{t: t, ctx: ctx, sim: sim, metal: metal, emu: emu}
+	return &env{t: t, ctx: ctx, sim: sim, metal: metal, emu: emu, url: srv.URL}
 }
 
 // settle moves the simulator's clock on and lets the emulation look at every device.

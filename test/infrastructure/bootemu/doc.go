@@ -13,10 +13,15 @@
 //
 // The endpoint answers only while Packet would route it: while the elastic IP is assigned to an
 // active control-plane device of the cluster, or, when the bootstrap data runs kube-vip, while an
-// active control plane has a BGP session. Inside a real cluster the Cloud Provider for Equinix
-// Metal (CPEM) moves the elastic IP to a live control plane when its holder goes away; the
-// emulation does the same, through the Packet API, for clusters whose bootstrap data installs
-// CPEM, and only once the cluster has come up (CPEM runs in it).
+// active control plane has a BGP session, or, when the endpoint's address is a load balancer's of
+// Packet's load-balancer service (the simulator's /lbaas API), while that load balancer has a
+// port on the endpoint's port whose pools hold an active origin naming a public address of a live
+// control plane of the cluster and the port its API server binds (kubeadm's
+// localAPIEndpoint.bindPort, 6443 by default). Inside a real cluster the Cloud Provider for
+// Equinix Metal (CPEM) moves the elastic IP to a live control plane when its holder goes away;
+// the emulation does the same, through the Packet API, for clusters whose bootstrap data installs
+// CPEM, and only once the cluster has come up (CPEM runs in it). It never moves the address of a
+// load balancer: keeping the origins right is the provider's job.
 //
 // Devices that are powered off, rebooting or gone make their Node NotReady or disappear, so a
 // MachineHealthCheck sees them. The emulation runs in the simulator's process (packetsim --boot).

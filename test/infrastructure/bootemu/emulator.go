@@ -184,12 +184,12 @@ func (e *Emulator) addresses(d *packetsim.Device) []corev1.NodeAddress {
 func (e *Emulator) route(ctx context.Context, devices map[string]*packetsim.Device, now time.Time) {
 	for endpoint, c := range e.clusters {
 		var live []*host
-		members := 0
+		members, projectID := 0, ""
 		for _, h := range e.hosts {
 			if h.cluster != c || !h.joined || !h.controlPlane() {
 				continue
 			}
-			members++
+			members, projectID = members+1, h.projectID
 			if h.up(devices[h.deviceID], now) {
 				live = append(live, h)
 			}
@@ -202,17 +202,28 @@ func (e *Emulator) route(ctx context.Context, devices map[string]*packetsim.Devi
 			continue
 		}
 		slices.SortFunc(live, func(a, b *host) int { return strings.Compare(a.boot.NodeName, b.boot.NodeName) })
-		holder, routed := e.routedTo(c, live, now)
-		if routed {
-			if err := c.serve(); err != nil {
-				e.log.Error(err, "Opening the control-plane endpoint")
-			}
-		} else {
-			c.stop()
+		if lb, ok := e.loadBalancerOf(projectID, c.host()); ok {
+			// The load-balancer service routes this endpoint, not an elastic IP: CPEM has
+			// nothing to move, and must not try to claim the load balancer's address.
+			e.open(c, e.balanced(lb, c, live))
+			continue
 		}
+		holder, routed := e.routedTo(c, live, now)
+		e.open(c, routed)
 		if !routed && len(live) > 0 && c.cloudProvider && !c.kubeVIP && c.everServed {
 			e.moveElasticIP(c, holder, live[0], now)
 		}
+	}
+}
+
+// open opens the endpoint while it is routed and closes it otherwise.
+func (e *Emulator) open(c *workloadCluster, routed bool) {
+	if !routed {
+		c.stop()
+		return
+	}
+	if err := c.serve(); err != nil {
+		e.log.Error(err, "Opening the control-plane endpoint")
 	}
 }
 

@@ -39,6 +39,9 @@ type env struct {
 	sim   *packetsim.Server
 	metal *packngo.Client
 	emu   *Emulator
+	// url is the simulator's, and lbToken an access token of its load-balancer service (see
+	// lbaas_test.go).
+	url, lbToken string
 }
 
 func newEnv(t testing.TB) *env {
@@ -70,7 +73,7 @@ func newEnv(t testing.TB) *env {
 		srv.Close()
 		_ = sim.Close()
 	})
-	return &env{t: t, ctx: ctx, sim: sim, metal: metal, emu: emu}
+	return &env{t: t, ctx: ctx, sim: sim, metal: metal, emu: emu, url: srv.URL}
 }
 
 // settle moves the simulator's clock on and lets the emulation look at every device.
@@ -132,6 +135,8 @@ func answers(endpoint string) bool {
 type cluster struct {
 	name, endpoint string
 	certs          secret.Certificates
+	// bindPort, when set, is the control planes' localAPIEndpoint.bindPort.
+	bindPort int
 }
 
 func newCluster(t testing.TB, name, eip string) *cluster {
@@ -158,7 +163,8 @@ func (c *cluster) init(t testing.TB, version string) string {
 		Certificates: c.certs,
 		ClusterConfiguration: fmt.Sprintf("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: %s\ncontrolPlaneEndpoint: %s\nkubernetesVersion: %s\n",
 			c.name, c.endpoint, version),
-		InitConfiguration: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration:\n  kubeletExtraArgs:\n  - name: provider-id\n    value: equinixmetal://{{ v1.instance_id }}\n",
+		InitConfiguration: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n" + c.localAPIEndpoint("") +
+			"nodeRegistration:\n  kubeletExtraArgs:\n  - name: provider-id\n    value: equinixmetal://{{ v1.instance_id }}\n",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -169,10 +175,18 @@ func (c *cluster) init(t testing.TB, version string) string {
 func (c *cluster) joinConfiguration(token, caHash string, controlPlane bool) string {
 	cp := ""
 	if controlPlane {
-		cp = "controlPlane:\n  localAPIEndpoint: {}\n"
+		cp = "controlPlane:\n" + c.localAPIEndpoint("  ")
 	}
 	return fmt.Sprintf("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n%sdiscovery:\n  bootstrapToken:\n    apiServerEndpoint: %s\n    token: %s\n    caCertHashes:\n    - %s\nnodeRegistration:\n  name: '{{ ds.meta_data.local_hostname }}'\n  kubeletExtraArgs:\n    provider-id: equinixmetal://{{ ds.meta_data.instance_id }}\n",
 		cp, c.endpoint, token, caHash)
+}
+
+// localAPIEndpoint is kubeadm's localAPIEndpoint, indented, with the cluster's bindPort if set.
+func (c *cluster) localAPIEndpoint(indent string) string {
+	if c.bindPort == 0 {
+		return indent + "localAPIEndpoint: {}\n"
+	}
+	return fmt.Sprintf("%slocalAPIEndpoint:\n%s  bindPort: %d\n", indent, indent, c.bindPort)
 }
 
 // worker is a worker's join user-data (kubeletExtraArgs in v1beta3's map shape on purpose).

@@ -62,6 +62,31 @@ func TestIgnitionFromTheKubeadmBootstrapProvider(t *testing.T) {
 	}
 }
 
+func TestBindPortFromTheKubeadmConfiguration(t *testing.T) {
+	c := newCluster(t, "eta", "127.70.1.4")
+	for _, tc := range []struct {
+		bindPort, want int
+	}{{0, 6443}, {7443, 7443}} {
+		c.bindPort = tc.bindPort
+		for role, userData := range map[Role]string{RoleInit: c.init(t, "v1.36.3"), RoleControlPlaneJoin: c.controlPlaneJoin(t, testToken)} {
+			b, err := ParseUserData(userData, testIdentity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Role != role || b.BindPort != tc.want {
+				t.Errorf("bindPort %d: %s has BindPort %d, want %d", tc.bindPort, b.Role, b.BindPort, tc.want)
+			}
+		}
+	}
+	w, err := ParseUserData(c.worker(t, testToken, c.caHash()), testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.BindPort != 0 {
+		t.Errorf("a worker has BindPort %d, want none: it runs no API server", w.BindPort)
+	}
+}
+
 func TestWriteFilesEncodings(t *testing.T) {
 	var zipped bytes.Buffer
 	zw := gzip.NewWriter(&zipped)

@@ -1,6 +1,9 @@
 package packetsim
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Inspection accessors for tests and leak checks. They return deep copies
 // and are safe for concurrent use. An empty projectID means all projects.
@@ -151,4 +154,53 @@ func (s *Server) projectIDs(projectID string) []string {
 		return s.st.ProjectOrder
 	}
 	return []string{strings.ToLower(projectID)}
+}
+
+// LoadBalancers returns the project's load balancers in creation order, each
+// with its ports, their pools (resolved from the ports' pool IDs) and the
+// pools' origins.
+func (s *Server) LoadBalancers(projectID string) []LoadBalancer {
+	s.readLock()
+	defer s.mu.RUnlock()
+	var out []LoadBalancer
+	for _, pid := range s.projectIDs(projectID) {
+		for _, id := range s.st.LBOrder[pid] {
+			lb := *s.st.LoadBalancers[id]
+			lb.PortIDs, lb.Ports = slices.Clone(lb.PortIDs), nil
+			for _, portID := range lb.PortIDs {
+				port := *s.st.LBPorts[portID]
+				port.PoolIDs = slices.Clone(port.PoolIDs)
+				for _, poolID := range port.PoolIDs {
+					port.Pools = append(port.Pools, s.lbPoolCopy(s.st.LBPools[poolID]))
+				}
+				lb.Ports = append(lb.Ports, port)
+			}
+			out = append(out, lb)
+		}
+	}
+	return out
+}
+
+// LoadBalancerPools returns the project's load-balancer pools in creation
+// order, with their origins.
+func (s *Server) LoadBalancerPools(projectID string) []LoadBalancerPool {
+	s.readLock()
+	defer s.mu.RUnlock()
+	var out []LoadBalancerPool
+	for _, pid := range s.projectIDs(projectID) {
+		for _, id := range s.st.LBPoolOrder[pid] {
+			out = append(out, s.lbPoolCopy(s.st.LBPools[id]))
+		}
+	}
+	return out
+}
+
+// lbPoolCopy under a held lock.
+func (s *Server) lbPoolCopy(p *LoadBalancerPool) LoadBalancerPool {
+	out := *p
+	out.OriginIDs, out.Origins = slices.Clone(p.OriginIDs), nil
+	for _, id := range p.OriginIDs {
+		out.Origins = append(out.Origins, *s.st.LBOrigins[id])
+	}
+	return out
 }

@@ -42,6 +42,9 @@ type Options struct {
 	// Log, when set, receives one line per request: method, path, status,
 	// duration. Tokens, bodies and user-data are never logged.
 	Log io.Writer
+	// LBaaSTokenTTL is how long an access token of the load-balancer service
+	// lives, on Clock (default 1h, about what the real token exchange gives).
+	LBaaSTokenTTL time.Duration
 }
 
 // Knobs are the switches the reference marks as unverified behaviour.

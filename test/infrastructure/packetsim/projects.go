@@ -199,7 +199,8 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteProject refuses while the project holds anything billed or
-// contracted (devices, hardware reservations, elastic IPs, VLANs), so a
+// contracted (devices, hardware reservations, elastic IPs, VLANs, load
+// balancers), so a
 // test that forgot one learns it; the rest goes with the project.
 func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
 	s.writeLock()
@@ -239,13 +240,27 @@ func (s *Server) projectHolds(id string) string {
 			return "virtual networks"
 		}
 	}
+	if len(s.st.LBOrder[id]) > 0 {
+		return "load balancers"
+	}
 	return ""
 }
 
 // forgetProject drops an empty project and what only it used: its
 // management blocks (their addresses go back to the pools), SSH keys, BGP
-// config and events.
+// config, events, and load-balancer pools and ports left without a load
+// balancer.
 func (s *Server) forgetProject(id string) {
+	for _, pid := range append([]string(nil), s.st.LBPoolOrder[id]...) {
+		s.forgetLBPool(s.st.LBPools[pid], s.st.Now)
+	}
+	for pid, port := range s.st.LBPorts {
+		if port.ProjectID == id {
+			delete(s.st.LBPorts, pid)
+		}
+	}
+	delete(s.st.LBPoolOrder, id)
+	delete(s.st.LBOrder, id)
 	pools := map[string]string{"public_ipv4": s.seed.IPPools.PublicIPv4, "private_ipv4": s.seed.IPPools.PrivateIPv4,
 		"public_ipv6": s.seed.IPPools.PublicIPv6}
 	for _, rid := range s.st.IPOrder[id] {

@@ -21,8 +21,8 @@ type Request struct {
 	// Body is the request body of writes with userdata, passwords, md5
 	// secrets and tokens replaced by "[redacted]".
 	Body string `json:"body,omitempty"`
-	// Authenticated tells whether X-Auth-Token was present (its value is
-	// never recorded).
+	// Authenticated tells whether X-Auth-Token (or, for the load-balancer
+	// service, Authorization) was present (its value is never recorded).
 	Authenticated bool   `json:"authenticated"`
 	ConsumerToken string `json:"consumer_token,omitempty"`
 	UserAgent     string `json:"user_agent,omitempty"`

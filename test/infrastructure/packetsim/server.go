@@ -38,6 +38,7 @@ type Server struct {
 	metrics  *metrics
 	consoles consoles
 	mux      *http.ServeMux
+	lbaas    lbaasRouter // the load-balancer service and its token exchange (lbaas.go)
 	handler  http.Handler
 
 	closeOnce sync.Once
@@ -66,6 +67,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.opts.Knobs.CapacityStatus == 0 {
 		s.opts.Knobs.CapacityStatus = http.StatusServiceUnavailable
+	}
+	if s.opts.LBaaSTokenTTL <= 0 {
+		s.opts.LBaaSTokenTTL = time.Hour
 	}
 	if s.opts.Knobs.MaxUserdataBytes == 0 {
 		s.opts.Knobs.MaxUserdataBytes = 64 << 10
@@ -98,7 +102,8 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler serves /metal/v1/, /_sim/ and /metrics.
+// Handler serves /metal/v1/, the load-balancer service under /lbaas/ and
+// its token exchange under /iam/, /_sim/ and /metrics.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops background work and writes the state file, if any.
@@ -208,6 +213,7 @@ func (s *Server) routes() {
 	api("GET /virtual-networks/{id}", s.getVirtualNetwork)
 	api("DELETE /virtual-networks/{id}", s.deleteVirtualNetwork)
 
+	s.lbaasRoutes()
 	s.controlRoutes(m)
 	s.spotControlRoutes(m)
 	s.consoleRoutes(m)
@@ -215,8 +221,9 @@ func (s *Server) routes() {
 	s.mux = m
 }
 
-// routeOf is the route template of a request without the API prefix, e.g.
-// "GET /devices/{id}". Unknown paths are "METHOD unmatched".
+// routeOf is the route template of a request without the Metal API's prefix,
+// e.g. "GET /devices/{id}"; the load-balancer service's keep theirs, e.g.
+// "GET /lbaas/v1/loadbalancers/{id}". Unknown paths are "METHOD unmatched".
 func routeOf(r *http.Request) string {
 	if r.Pattern == "" {
 		return r.Method + " unmatched"
@@ -250,8 +257,19 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
 	_, pattern := s.mux.Handler(r)
+	isLBaaS := isLBaaSPath(r.URL.Path)
+	var lbRoute *lbaasRoute
+	if isLBaaS {
+		var values map[string]string
+		if lbRoute, values = s.lbaas.match(r.Method, r.URL.Path); lbRoute != nil {
+			pattern = lbRoute.pattern
+			for name, v := range values {
+				r.SetPathValue(name, v)
+			}
+		}
+	}
 	r.Pattern = pattern
-	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/")
+	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/") || isLBaaS
 
 	var body []byte
 	if isAPI && r.Method != http.MethodGet && r.Body != nil {
@@ -276,6 +294,10 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.mux.ServeHTTP(w, r)
+		return
+	}
+	if isLBaaS {
+		s.serveLBaaS(w, r, lbRoute)
 		return
 	}
 
@@ -332,7 +354,7 @@ func (s *Server) finish(w *statusWriter, r *http.Request, start time.Time, isAPI
 	route := routeOf(r)
 	if isAPI {
 		rec := Request{Time: s.clock.Now(), Method: r.Method, Path: r.URL.Path, Route: route, Query: r.URL.RawQuery,
-			Status: status, Duration: elapsed, Authenticated: r.Header.Get("X-Auth-Token") != "",
+			Status: status, Duration: elapsed, Authenticated: r.Header.Get("X-Auth-Token") != "" || r.Header.Get("Authorization") != "",
 			ConsumerToken: r.Header.Get("X-Consumer-Token"), UserAgent: r.Header.Get("User-Agent")}
 		if len(body) > 0 {
 			rec.Body = redactBody(body)
@@ -365,7 +387,12 @@ func (s *Server) tokenAllows(r *http.Request, projectID string) bool {
 	if s.faults.isForbidden(projectID) {
 		return false
 	}
-	allowed := s.opts.Tokens[r.Header.Get("X-Auth-Token")]
+	return projectsAllow(s.opts.Tokens[r.Header.Get("X-Auth-Token")], projectID)
+}
+
+// projectsAllow tells whether a token's project list (empty: all) holds the
+// project.
+func projectsAllow(allowed []string, projectID string) bool {
 	if len(allowed) == 0 {
 		return true
 	}

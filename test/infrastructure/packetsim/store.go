@@ -37,6 +37,15 @@ type store struct {
 	Alloc      allocator         `json:"alloc"`
 	// Ghosts are deleted devices that lists still show (list_lag fault).
 	Ghosts []ghostDevice `json:"ghosts,omitempty"`
+	// The load-balancer service (lbaas*.go): its objects by ID, load balancers
+	// and pools also in creation order per project, and its access tokens.
+	LoadBalancers map[string]*LoadBalancer       `json:"load_balancers"`
+	LBOrder       map[string][]string            `json:"lb_order"`
+	LBPorts       map[string]*LoadBalancerPort   `json:"lb_ports"`
+	LBPools       map[string]*LoadBalancerPool   `json:"lb_pools"`
+	LBPoolOrder   map[string][]string            `json:"lb_pool_order"`
+	LBOrigins     map[string]*LoadBalancerOrigin `json:"lb_origins"`
+	LBaaSTokens   map[string]*lbaasToken         `json:"lbaas_tokens"`
 
 	// portOwner maps a port ID to its device; rebuilt after loading.
 	portOwner map[string]string
@@ -61,6 +70,7 @@ func newStore(seed *Seed, now time.Time) *store {
 		portOwner: map[string]string{}, deviceLists: map[string][]*Device{},
 		Organizations: map[string]*Organization{},
 	}
+	st.initLBaaS()
 	st.adoptAccount(seed, now)
 	for _, p := range seed.Plans {
 		for metro, n := range p.Capacity {
@@ -134,6 +144,32 @@ func (st *store) afterLoad() {
 	}
 	if st.Alloc.Next == nil {
 		st.Alloc = newAllocator()
+	}
+	st.initLBaaS()
+}
+
+// initLBaaS makes the load-balancer service's maps that a new store, or a
+// state file written before the service existed, lacks.
+func (st *store) initLBaaS() {
+	for _, m := range []*map[string][]string{&st.LBOrder, &st.LBPoolOrder} {
+		if *m == nil {
+			*m = map[string][]string{}
+		}
+	}
+	if st.LoadBalancers == nil {
+		st.LoadBalancers = map[string]*LoadBalancer{}
+	}
+	if st.LBPorts == nil {
+		st.LBPorts = map[string]*LoadBalancerPort{}
+	}
+	if st.LBPools == nil {
+		st.LBPools = map[string]*LoadBalancerPool{}
+	}
+	if st.LBOrigins == nil {
+		st.LBOrigins = map[string]*LoadBalancerOrigin{}
+	}
+	if st.LBaaSTokens == nil {
+		st.LBaaSTokens = map[string]*lbaasToken{}
 	}
 }
 

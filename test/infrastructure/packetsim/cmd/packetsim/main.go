@@ -3,7 +3,10 @@
 //	packetsim --listen 127.0.0.1:4000 --tokens sim-token --timing fast
 //
 // Point packngo at http://127.0.0.1:4000/metal/v1/ (the trailing slash
-// matters). The control API is under /_sim/ and metrics under /metrics.
+// matters). The load-balancer service is under /lbaas (its base URL:
+// http://127.0.0.1:4000/lbaas) and its token exchange at
+// http://127.0.0.1:4000/iam/api-keys/exchange. The control API is under
+// /_sim/ and metrics under /metrics.
 //
 // With --boot, devices also boot their user-data (package bootemu): kubeadm init and join
 // bring up emulated workload clusters on the control-plane endpoints.
@@ -49,10 +52,11 @@ func run() error {
 	publicPool := flag.String("public-ipv4-pool", "", "the prefix public IPv4 addresses come from (default: the seed's, 127.64.0.0/16)")
 	boot := flag.Bool("boot", false, "boot active devices' user-data into emulated workload clusters (package bootemu)")
 	joinTimeout := flag.Duration("boot-join-timeout", 5*time.Minute, "how long an emulated kubeadm join waits for its control plane")
+	lbaasTokenTTL := flag.Duration("lbaas-token-ttl", time.Hour, "lifetime of the load-balancer service's access tokens (/iam/api-keys/exchange)")
 	flag.Parse()
 
 	opts := packetsim.Options{PerPage: *perPage, StateFile: *stateFile, RandomSeed: *randomSeed, Log: os.Stderr,
-		Tokens: parseTokens(*tokens)}
+		Tokens: parseTokens(*tokens), LBaaSTokenTTL: *lbaasTokenTTL}
 	t, err := packetsim.TimingProfile(*timing)
 	if err != nil {
 		return err
@@ -100,7 +104,8 @@ func run() error {
 	srv := &http.Server{Addr: *listen, Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Printf("packetsim: serving http://%s/metal/v1/ (timing %s, per_page %d)", *listen, *timing, *perPage)
+	log.Printf("packetsim: serving http://%s/metal/v1/ (timing %s, per_page %d), the load-balancer service at http://%s/lbaas and its token exchange at http://%s/iam/api-keys/exchange",
+		*listen, *timing, *perPage, *listen, *listen)
 	ctx, stopBoot := context.WithCancel(context.Background())
 	defer stopBoot()
 	if *boot {

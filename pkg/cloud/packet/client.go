@@ -128,6 +128,9 @@ type Options struct {
 	// TokenExchangeURL exchanges the API key for load-balancer API tokens; "" means
 	// DefaultTokenExchangeURL.
 	TokenExchangeURL string
+	// Now is the clock of rate-limit pauses and token lifetimes; nil means time.Now. Tests give
+	// the simulator's virtual clock.
+	Now func() time.Time
 }
 
 // NormalizeAPIURL returns the base URL with exactly one trailing slash: packngo resolves paths
@@ -178,11 +181,14 @@ func New(opts Options) (Client, error) {
 	if _, err := newAPI(); err != nil { // fail now on a bad URL, not on the first call
 		return nil, err
 	}
-	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: time.Now}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: opts.Now}
 	c.lbaas = &lbaasClient{baseURL: normalizeBaseURL(opts.LBaaSURL, DefaultLBaaSURL), userAgent: opts.UserAgent,
-		http: httpClient, limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), now: time.Now,
+		http: httpClient, limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), now: opts.Now,
 		tokens: &tokenSource{exchangeURL: cmp.Or(opts.TokenExchangeURL, DefaultTokenExchangeURL), apiKey: opts.APIKey,
-			userAgent: opts.UserAgent, http: httpClient, now: time.Now}}
+			userAgent: opts.UserAgent, http: httpClient, now: opts.Now}}
 	if opts.DeviceSnapshotMaxAge == 0 {
 		opts.DeviceSnapshotMaxAge = defaultSnapshotMaxAge
 	}

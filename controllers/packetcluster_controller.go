@@ -85,8 +85,8 @@ func (r *PacketClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			builder.WithPredicates(filter, predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
 		).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToPacketClusters), builder.OnlyMetadata).
-		Watches(&infrav1.PacketMachine{}, handler.EnqueueRequestsFromMapFunc(r.controlPlaneToPacketCluster),
-			builder.WithPredicates(filter, controlPlaneGoing)).
+		Watches(&infrav1.PacketMachine{}, handler.EnqueueRequestsFromMapFunc(r.machineToEMLBCluster),
+			builder.WithPredicates(filter, machineGoing)).
 		Complete(r)
 }
 

@@ -12,26 +12,22 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
 
-// controlPlaneGoing passes the events of a control-plane PacketMachine that starts deleting or
-// is gone: what makes an EMLB cluster's load balancer hold an origin too many.
-var controlPlaneGoing = predicate.Funcs{
+// machineGoing passes the events of a PacketMachine that starts deleting or is gone: what may
+// leave an EMLB cluster's load balancer with an origin too many. Roles are not told apart here:
+// infrastructure machines need not carry Cluster API's control-plane label.
+var machineGoing = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return isControlPlane(e.ObjectNew) && e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 	},
-	DeleteFunc: func(e event.DeleteEvent) bool { return isControlPlane(e.Object) },
+	DeleteFunc: func(event.DeleteEvent) bool { return true },
 }
 
-func isControlPlane(o client.Object) bool {
-	_, ok := o.GetLabels()[clusterv1.MachineControlPlaneLabel]
-	return ok
-}
-
-// controlPlaneToPacketCluster maps a control-plane PacketMachine to its cluster's PacketCluster
-// when that is an EMLB cluster, whose load balancer removes the origins of machines that are
-// gone (see loadbalancer.Service).
-func (r *PacketClusterReconciler) controlPlaneToPacketCluster(ctx context.Context, o client.Object) []reconcile.Request {
+// machineToEMLBCluster maps a PacketMachine to its cluster's PacketCluster when that is an EMLB
+// cluster, whose load balancer removes the origins of machines that are gone (see
+// loadbalancer.Service).
+func (r *PacketClusterReconciler) machineToEMLBCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	clusterName := o.GetLabels()[clusterv1.ClusterNameLabel]
 	if clusterName == "" {
 		return nil

@@ -264,11 +264,11 @@ func (s *Service) ensurePort(ctx context.Context, lb *packet.LoadBalancer, numbe
 	return nil
 }
 
-// removeStaleOrigins deletes the origins of control planes that are gone or going: their
+// removeStaleOrigins deletes the origins of machines that are gone or going: their
 // PacketMachine is deleting (its own deletion removes its origin too; this catches one whose
 // removal failed or happened while the manager was down) or no longer exists.
 func (s *Service) removeStaleOrigins(ctx context.Context) (ctrl.Result, error) {
-	live, err := s.liveControlPlanes(ctx)
+	live, err := s.liveMachines(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -285,21 +285,22 @@ func (s *Service) removeStaleOrigins(ctx context.Context) (ctrl.Result, error) {
 				return s.failed(err)
 			}
 			record.Eventf(s.scope.PacketCluster, "LoadBalancerOriginRemoved",
-				"Removed origin %s (%s:%d) of control plane %s, which is gone", o.ID, o.Target, o.Port, o.Name)
+				"Removed origin %s (%s:%d) of machine %s, which is gone", o.ID, o.Target, o.Port, o.Name)
 		}
 	}
 	scope.MarkAPIAvailable(s.scope.PacketCluster)
 	return ctrl.Result{}, nil
 }
 
-// liveControlPlanes returns the names of the cluster's control-plane PacketMachines that are
-// not being deleted. A new machine is in the cache before its origin can exist: the machine
-// controller that adds the origin read the PacketMachine from the same cache.
-func (s *Service) liveControlPlanes(ctx context.Context) (map[string]bool, error) {
+// liveMachines returns the names of the cluster's PacketMachines that are not being deleted.
+// Only control planes have origins, but infrastructure machines need not carry Cluster API's
+// control-plane label, so all are listed. A new machine is in the cache before its origin can
+// exist: the machine controller that adds the origin read the PacketMachine from that cache.
+func (s *Service) liveMachines(ctx context.Context) (map[string]bool, error) {
 	list := &infrav1.PacketMachineList{}
-	if err := s.scope.List(ctx, list, client.InNamespace(s.scope.Cluster.Namespace), client.MatchingLabels{
-		clusterv1.ClusterNameLabel: s.scope.Cluster.Name, clusterv1.MachineControlPlaneLabel: ""}); err != nil {
-		return nil, fmt.Errorf("listing the cluster's control-plane PacketMachines: %w", err)
+	if err := s.scope.List(ctx, list, client.InNamespace(s.scope.Cluster.Namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: s.scope.Cluster.Name}); err != nil {
+		return nil, fmt.Errorf("listing the cluster's PacketMachines: %w", err)
 	}
 	live := map[string]bool{}
 	for _, pm := range list.Items {

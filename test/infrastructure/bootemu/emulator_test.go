@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/cloudinit"
 )
 
 const (
@@ -192,6 +194,38 @@ func TestNodesFollowPowerAndDeletion(t *testing.T) {
 	e.settle(time.Minute)
 	if _, ok := nodes(t, wc)["gamma-worker"]; ok {
 		t.Fatal("the deleted worker's node is still there")
+	}
+}
+
+// Without CPEM (the emlb flavour) only the kubelet's provider-id gives a Node its providerID.
+func TestWithoutCPEMTheProviderIDIsTheKubelets(t *testing.T) {
+	e := newEnv(t)
+	eip := e.reserveElasticIP() // the emulation has no load balancer: route the endpoint by elastic IP
+	c := newCluster(t, "eta", eip)
+	cp := e.createDevice("eta-cp-0", c.initRunning(t, "v1.36.3", "/usr/local/bin/capp-control-plane-endpoint.sh after-kubeadm"))
+	e.settle(boot)
+	e.assign(cp, eip)
+	e.settle(time.Second)
+	if !answers(c.endpoint) {
+		t.Fatalf("the endpoint does not answer; console:\n%s", e.console(cp))
+	}
+	wc := c.client(t)
+	createToken(t, wc)
+	join := strings.Replace(c.joinConfiguration(testToken, c.caHash(), false),
+		"  kubeletExtraArgs:\n    provider-id: equinixmetal://{{ ds.meta_data.instance_id }}\n", "", 1)
+	out, err := cloudinit.NewNode(&cloudinit.NodeInput{JoinConfiguration: join})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.createDevice("eta-worker", string(out))
+	e.settle(boot)
+
+	ns := nodes(t, wc)
+	if got := ns["eta-cp-0"].Spec.ProviderID; got != "equinixmetal://"+cp {
+		t.Errorf("control plane providerID %q, want the kubelet's equinixmetal://%s", got, cp)
+	}
+	if n, ok := ns["eta-worker"]; !ok || n.Spec.ProviderID != "" {
+		t.Errorf("worker without provider-id: node %v with providerID %q, want a node without one (no CPEM sets it)", ok, n.Spec.ProviderID)
 	}
 }
 

@@ -154,12 +154,20 @@ func (c *cluster) caHash() string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// init is the user-data of the first control plane, Jinja header and all.
+// installCPEM is what the templates but emlb run after kubeadm init.
+const installCPEM = "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f https://github.com/equinix/cloud-provider-equinix-metal/releases/download/v3.8.1/deployment.yaml"
+
+// init is the user-data of the first control plane, Jinja header and all, installing CPEM.
 func (c *cluster) init(t testing.TB, version string) string {
 	t.Helper()
+	return c.initRunning(t, version, installCPEM)
+}
+
+// initRunning is init with other commands after kubeadm init.
+func (c *cluster) initRunning(t testing.TB, version string, postKubeadm ...string) string {
+	t.Helper()
 	out, err := cloudinit.NewInitControlPlane(&cloudinit.ControlPlaneInput{
-		BaseUserData: cloudinit.BaseUserData{PostKubeadmCommands: []string{
-			"kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f https://github.com/equinix/cloud-provider-equinix-metal/releases/download/v3.8.1/deployment.yaml"}},
+		BaseUserData: cloudinit.BaseUserData{PostKubeadmCommands: postKubeadm},
 		Certificates: c.certs,
 		ClusterConfiguration: fmt.Sprintf("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: %s\ncontrolPlaneEndpoint: %s\nkubernetesVersion: %s\n",
 			c.name, c.endpoint, version),

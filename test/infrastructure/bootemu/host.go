@@ -34,10 +34,14 @@ type host struct {
 
 func (h *host) controlPlane() bool { return h.boot != nil && h.boot.Role != RoleWorkerJoin }
 
-// providerID is the kubelet's --provider-id, or what CPEM sets when there is none.
+// providerID is the kubelet's --provider-id or, when there is none, what CPEM sets in a cluster
+// that runs it; in a cluster without a cloud provider the Node has none.
 func (h *host) providerID() string {
 	if v := h.boot.KubeletExtraArgs["provider-id"]; v != "" {
 		return v
+	}
+	if h.cluster == nil || !h.cluster.cloudProvider {
+		return ""
 	}
 	return "equinixmetal://" + h.deviceID
 }

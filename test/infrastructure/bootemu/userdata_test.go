@@ -44,6 +44,28 @@ func TestCloudConfigFromTheKubeadmBootstrapProvider(t *testing.T) {
 	}
 }
 
+// The emlb flavour's bootstrap data: no CPEM install after kubeadm init, no kube-vip, kubelets
+// with provider-id and without cloud-provider.
+func TestEMLBFlavourRunsNoKubeVIPAndNoCloudProvider(t *testing.T) {
+	c := newCluster(t, "eta", "127.70.1.4")
+	for name, data := range map[string]string{
+		"init":               c.initRunning(t, "v1.36.3", "/usr/local/bin/capp-control-plane-endpoint.sh after-kubeadm"),
+		"control-plane join": c.controlPlaneJoin(t, testToken),
+		"worker":             c.worker(t, testToken, c.caHash()),
+	} {
+		b, err := ParseUserData(data, testIdentity)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b.KubeVIP || b.CloudProvider {
+			t.Errorf("%s: KubeVIP %v CloudProvider %v, want neither", name, b.KubeVIP, b.CloudProvider)
+		}
+		if got := b.KubeletExtraArgs["provider-id"]; got != "equinixmetal://"+testIdentity.DeviceID {
+			t.Errorf("%s: provider-id = %q, want the kubelet's from the instance id", name, got)
+		}
+	}
+}
+
 func TestIgnitionFromTheKubeadmBootstrapProvider(t *testing.T) {
 	c := newCluster(t, "zeta", "127.70.1.2")
 	join := strings.ReplaceAll(c.joinConfiguration(testToken, c.caHash(), false), "'{{ ds.meta_data.local_hostname }}'", "${COREOS_PACKET_HOSTNAME}")

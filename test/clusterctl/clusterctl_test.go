@@ -302,14 +302,6 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 
 			warnings.take()
 			errs := dryRunApply(objs)
-			if vipManager == "EMLB" && len(errs) == 1 && strings.HasPrefix(errs[0].Error(), "PacketCluster ") &&
-				strings.Contains(errs[0].Error(), "EMLB (Equinix Metal Load Balancer) is not supported by this provider yet") {
-				// Until the PacketCluster controller serves EMLB the webhooks refuse it. The rest
-				// of the PacketCluster must be accepted: the same object with vipManager CPEM is.
-				pc := findKind(objs, "PacketCluster").DeepCopy()
-				Expect(unstructured.SetNestedField(pc.Object, "CPEM", "spec", "vipManager")).To(Succeed())
-				errs = dryRunApply([]*unstructured.Unstructured{pc})
-			}
 			Expect(errs).To(BeEmpty())
 			Expect(warnings.take()).To(BeEmpty())
 		},

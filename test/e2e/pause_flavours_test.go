@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,13 +82,8 @@ var _ = Describe("Pause", func() {
 	})
 })
 
-// flavoursNotServedYet are flavours of the repository that no provider here brings up yet, left
-// out of the flavours spec: emlb's vipManager EMLB is refused by the webhooks until the PacketCluster
-// controller creates the load balancer, and neither the simulator nor the boot emulation has one.
-var flavoursNotServedYet = []string{"emlb"}
-
 // flavours lists the template flavours of the provider's clusterctl repository ("" is the
-// default cluster-template.yaml) but flavoursNotServedYet.
+// default cluster-template.yaml).
 func flavours() []string {
 	components := os.Getenv("SANDBOX_PROVIDER_COMPONENTS")
 	if components == "" {
@@ -99,10 +93,7 @@ func flavours() []string {
 	var out []string
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		flavour := strings.TrimPrefix(strings.TrimPrefix(name, "cluster-template"), "-")
-		if !slices.Contains(flavoursNotServedYet, flavour) {
-			out = append(out, flavour)
-		}
+		out = append(out, strings.TrimPrefix(strings.TrimPrefix(name, "cluster-template"), "-"))
 	}
 	sort.Strings(out)
 	return out
@@ -111,7 +102,7 @@ func flavours() []string {
 var _ = Describe("Template flavours", func() {
 	It("finds the flavours in the provider's repository", func() {
 		Expect(flavours()).To(ContainElement(""), "cluster-template.yaml is in the repository")
-		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar", "private-network"))
+		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar", "private-network", "emlb"))
 	})
 	// Every flavour at once, each in a namespace of its own: the clusters come up and go away
 	// side by side, which is also what a management cluster serving several teams sees.

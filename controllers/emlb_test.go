@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -71,7 +72,9 @@ var _ = Describe("EMLB clusters", func() {
 	AfterEach(func() { sim.ClearFaults() })
 
 	It("front the control planes with one load balancer, make each control plane an origin, and delete it all with the cluster", func() {
+		start := lbaasCalls()
 		mc := newMachineCluster(infrav1.PacketClusterSpec{Metro: "sv", VIPManager: infrav1.EMLBVIPManager})
+		perCluster := lbaasCalls() - start
 		lbs, pools := clusterLoadBalancers(mc.ns, mc.name)
 		Expect(lbs).To(HaveLen(1))
 		Expect(pools).To(HaveLen(1))
@@ -94,8 +97,8 @@ var _ = Describe("EMLB clusters", func() {
 		isProvisioned(w0)
 		Expect(originsOf(mc.ns, mc.name)()).To(ConsistOf("pm-cp0 " + publicIPv4Of(cp0) + ":6443 active"))
 		Expect(lbaasCalls() - before).To(Equal(perControlPlane), "a worker makes no load-balancer call")
-		GinkgoWriter.Printf("LBaaS calls to register a control plane: %d\n", perControlPlane)
-		Expect(perControlPlane).To(BeNumerically("<=", 3))
+		Expect(perCluster).To(BeNumerically("<=", 7), "LBaaS calls to set up the cluster")
+		Expect(perControlPlane).To(BeNumerically("<=", 3), "LBaaS calls to make a control plane an origin")
 		Expect(eventReasons(getPM(cp0))()).To(ContainElement("LoadBalancerOriginAdded"))
 
 		By("a second control plane joins, the first goes: the origins follow")
@@ -103,17 +106,25 @@ var _ = Describe("EMLB clusters", func() {
 		isProvisioned(cp1)
 		Expect(originsOf(mc.ns, mc.name)()).To(ConsistOf(
 			"pm-cp0 "+publicIPv4Of(cp0)+":6443 active", "pm-cp1 "+publicIPv4Of(cp1)+":6443 active"))
+		before = lbaasCalls()
 		deleteAndWait(cp0)
 		Expect(originsOf(mc.ns, mc.name)()).To(ConsistOf("pm-cp1 " + publicIPv4Of(cp1) + ":6443 active"))
+		perDeletedControlPlane := lbaasCalls() - before
 
 		By("deleting the cluster removes the pool and the load balancer")
 		mc.deleteMachines()
+		before = lbaasCalls()
 		Expect(k8sClient.Delete(ctx, getPacketCluster(mc.ns, mc.name))).To(Succeed())
 		Eventually(func(g Gomega) {
 			lbs, pools := clusterLoadBalancers(mc.ns, mc.name)
 			g.Expect(lbs).To(BeEmpty())
 			g.Expect(pools).To(BeEmpty())
 		}, eventually).Should(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: mc.ns, Name: mc.name}, &infrav1.PacketCluster{}))
+		}, eventually).Should(BeTrue())
+		AddReportEntry("LBaaS calls", fmt.Sprintf("cluster create %d, control plane joins %d, control plane deleted %d, cluster delete %d",
+			perCluster, perControlPlane, perDeletedControlPlane, lbaasCalls()-before))
 	})
 
 	It("listen and point origins at the Cluster's API server port", func() {

@@ -265,11 +265,12 @@ func (s *Service) ensurePort(ctx context.Context, lb *packet.LoadBalancer, numbe
 }
 
 // removeStaleOrigins deletes the origins of machines that are gone or going: their
-// PacketMachine is deleting (its own deletion removes its origin too; this catches one whose
-// removal failed or happened while the manager was down) or no longer exists.
+// PacketMachine is deleting (its own deletion removes its origin too; this catches a removal
+// that failed, which holds the machine's finalizer) or no longer exists. It looks only while a
+// machine of the cluster is deleting, so that a cluster at rest costs no call.
 func (s *Service) removeStaleOrigins(ctx context.Context) (ctrl.Result, error) {
-	live, err := s.liveMachines(ctx)
-	if err != nil {
+	live, deleting, err := s.liveMachines(ctx)
+	if err != nil || !deleting {
 		return ctrl.Result{}, err
 	}
 	pools, err := s.pools(ctx)
@@ -292,23 +293,26 @@ func (s *Service) removeStaleOrigins(ctx context.Context) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// liveMachines returns the names of the cluster's PacketMachines that are not being deleted.
+// liveMachines returns the names of the cluster's PacketMachines that are not being deleted,
+// and whether any is.
 // Only control planes have origins, but infrastructure machines need not carry Cluster API's
 // control-plane label, so all are listed. A new machine is in the cache before its origin can
 // exist: the machine controller that adds the origin read the PacketMachine from that cache.
-func (s *Service) liveMachines(ctx context.Context) (map[string]bool, error) {
+func (s *Service) liveMachines(ctx context.Context) (live map[string]bool, deleting bool, err error) {
 	list := &infrav1.PacketMachineList{}
 	if err := s.scope.List(ctx, list, client.InNamespace(s.scope.Cluster.Namespace),
 		client.MatchingLabels{clusterv1.ClusterNameLabel: s.scope.Cluster.Name}); err != nil {
-		return nil, fmt.Errorf("listing the cluster's PacketMachines: %w", err)
+		return nil, false, fmt.Errorf("listing the cluster's PacketMachines: %w", err)
 	}
-	live := map[string]bool{}
+	live = map[string]bool{}
 	for _, pm := range list.Items {
 		if pm.DeletionTimestamp.IsZero() {
 			live[pm.Name] = true
+		} else {
+			deleting = true
 		}
 	}
-	return live, nil
+	return live, deleting, nil
 }
 
 func (s *Service) failed(err error) (ctrl.Result, error) {

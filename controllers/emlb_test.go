@@ -96,7 +96,7 @@ var _ = Describe("EMLB clusters", func() {
 		w0 := mc.createMachine("w0", machineOpts{})
 		isProvisioned(w0)
 		Expect(originsOf(mc.ns, mc.name)()).To(ConsistOf("pm-cp0 " + publicIPv4Of(cp0) + ":6443 active"))
-		Expect(lbaasCalls() - before).To(Equal(perControlPlane), "a worker makes no load-balancer call")
+		Expect(lbaasCalls()-before).To(Equal(perControlPlane), "a worker makes no load-balancer call")
 		Expect(perCluster).To(BeNumerically("<=", 7), "LBaaS calls to set up the cluster")
 		Expect(perControlPlane).To(BeNumerically("<=", 3), "LBaaS calls to make a control plane an origin")
 		Expect(eventReasons(getPM(cp0))()).To(ContainElement("LoadBalancerOriginAdded"))

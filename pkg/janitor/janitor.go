@@ -179,6 +179,9 @@ func list(ctx context.Context, t Target) (*listed, error) {
 		return nil, fmt.Errorf("listing devices: %w", err)
 	}
 	for _, d := range devices {
+		if d.State == packet.DeviceStateDeprovisioning {
+			continue // being deleted already
+		}
 		if hasTagPrefix(d.Tags, infrav1.MachineUIDTagPrefix) || hasTagPrefix(d.Tags, infrav1.ClusterTagPrefix) {
 			l.devices = append(l.devices, candidate{Orphan{Kind: KindDevice, ID: d.ID, Name: d.Hostname, CreatedAt: d.CreatedAt}, d.Tags})
 		}

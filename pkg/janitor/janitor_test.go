@@ -232,7 +232,7 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	w.loadBalancer(false, infrav1.ControlPlaneEndpointTag(w.ns, "building-cluster"))
 
 	// Another tool's objects: no provider tags.
-	w.device(false, "other", "team:db", "cluster:" + w.ns + "/gone")
+	w.device(false, "other", "team:db", "cluster:"+w.ns+"/gone")
 	w.ip(false, "team:db")
 	w.vlan(false, "storage network")
 	w.sshKey(false, "alice@laptop")

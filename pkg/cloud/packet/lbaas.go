@@ -60,7 +60,7 @@ type LoadBalancerPort struct {
 
 // LoadBalancerPool is a set of origins a port forwards to.
 type LoadBalancerPool struct {
-	ID, Name string
+	ID, Name  string
 	Protocol  string
 	Origins   []LoadBalancerOrigin
 	CreatedAt time.Time
@@ -133,9 +133,9 @@ func SetLoadBalancerLocations(byMetro map[string]string) {
 // Wire shapes of the load-balancer API.
 type (
 	lbJSON struct {
-		ID       string              `json:"id"`
-		Name     string              `json:"name"`
-		Location struct{ ID string } `json:"location"`
+		ID        string              `json:"id"`
+		Name      string              `json:"name"`
+		Location  struct{ ID string } `json:"location"`
 		IPs       []string            `json:"ips"`
 		Ports     []lbPortJSON        `json:"ports"`
 		CreatedAt time.Time           `json:"created_at"`
@@ -147,8 +147,8 @@ type (
 		PoolIDs []string `json:"pool_ids"`
 	}
 	lbPoolJSON struct {
-		ID       string         `json:"id"`
-		Name     string         `json:"name"`
+		ID        string         `json:"id"`
+		Name      string         `json:"name"`
 		Protocol  string         `json:"protocol"`
 		Origins   []lbOriginJSON `json:"origins"`
 		CreatedAt time.Time      `json:"created_at"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // runJanitorCommand is `manager janitor --project <id> [--delete]`: one sweep of the projects
 // with PACKET_API_KEY against the management cluster of the kubeconfig, printed as a table. It
 // returns the exit code: 0 when the sweep was complete, 1 otherwise.
-func runJanitorCommand(args []string) int {
+func runJanitorCommand(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("janitor", pflag.ContinueOnError)
 	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	var (
@@ -41,9 +42,10 @@ func runJanitorCommand(args []string) int {
 	fs.StringVar(&tokenExchangeURL, "token-exchange-url", envOr("METAL_TOKEN_EXCHANGE_URL", packet.DefaultTokenExchangeURL),
 		"URL that exchanges the API key for Load Balancer API tokens (env METAL_TOKEN_EXCHANGE_URL).")
 	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "How long the sweep may take.")
+	fs.SetOutput(stderr)
 	fs.AddGoFlagSet(flag.CommandLine) // --kubeconfig and klog's flags
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: manager janitor --project <id> [--project <id>...] [--delete]\n\n"+
+		fmt.Fprintf(stderr, "Usage: manager janitor --project <id> [--project <id>...] [--delete]\n\n"+
 			"Lists the Packet objects carrying this provider's tags whose PacketCluster or PacketMachine is gone\n"+
 			"from the management cluster (kubeconfig), older than the grace period; deletes them with --delete.\n"+
 			"The Packet API key is read from PACKET_API_KEY.\n\n%s", fs.FlagUsages())
@@ -55,30 +57,30 @@ func runJanitorCommand(args []string) int {
 		return 2
 	}
 	if len(projects) == 0 {
-		fmt.Fprintln(os.Stderr, "janitor: --project is required")
+		fmt.Fprintln(stderr, "janitor: --project is required")
 		fs.Usage()
 		return 2
 	}
 	ctrl.SetLogger(klog.Background())
 	apiKey := os.Getenv("PACKET_API_KEY")
 	if apiKey == "" {
-		fmt.Fprintln(os.Stderr, "janitor: PACKET_API_KEY is not set")
+		fmt.Fprintln(stderr, "janitor: PACKET_API_KEY is not set")
 		return 2
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "janitor: %v\n", err)
+		fmt.Fprintf(stderr, "janitor: %v\n", err)
 		return 1
 	}
 	reader, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "janitor: %v\n", err)
+		fmt.Fprintf(stderr, "janitor: %v\n", err)
 		return 1
 	}
 	pk, err := packet.New(packet.Options{APIURL: apiURL, APIKey: apiKey, LBaaSURL: lbaasURL, TokenExchangeURL: tokenExchangeURL,
 		UserAgent: "cluster-api-provider-packet-janitor/" + version.Get()})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "janitor: %v\n", err)
+		fmt.Fprintf(stderr, "janitor: %v\n", err)
 		return 1
 	}
 	targets := make([]janitor.Target, 0, len(projects))
@@ -89,12 +91,12 @@ func runJanitorCommand(args []string) int {
 	defer cancel()
 	j := &janitor.Janitor{Reader: reader, GracePeriod: grace, Delete: del}
 	orphans, sweepErr := j.Sweep(ctx, targets)
-	if err := janitor.WriteTable(os.Stdout, orphans, time.Now()); err != nil {
-		fmt.Fprintf(os.Stderr, "janitor: %v\n", err)
+	if err := janitor.WriteTable(stdout, orphans, time.Now()); err != nil {
+		fmt.Fprintf(stderr, "janitor: %v\n", err)
 		return 1
 	}
 	if sweepErr != nil {
-		fmt.Fprintf(os.Stderr, "janitor: %v\n", sweepErr)
+		fmt.Fprintf(stderr, "janitor: %v\n", sweepErr)
 		return 1
 	}
 	return 0

@@ -153,7 +153,7 @@ func envOr(key, fallback string) string {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "janitor" {
-		os.Exit(runJanitorCommand(os.Args[2:]))
+		os.Exit(runJanitorCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	opts := &options{logs: logs.NewOptions()}
 	opts.addFlags(pflag.CommandLine)

@@ -290,3 +290,24 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(orphans).To(BeEmpty())
 }
+
+// TestRunnableSweepsUntilStopped runs the manager's runnable: it sweeps right away and again
+// every interval, and returns nil when the manager stops it.
+func TestRunnableSweepsUntilStopped(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sweeps := make(chan struct{}, 10)
+	j := &Janitor{Reader: testEnv.Client, Now: simClock.Now}
+	run := j.Runnable(10*time.Millisecond, func(context.Context) ([]Target, error) {
+		sweeps <- struct{}{}
+		return nil, nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	for range 2 {
+		g.Eventually(sweeps).WithTimeout(5 * time.Second).Should(Receive())
+	}
+	cancel()
+	g.Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))
+}

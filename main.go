@@ -31,6 +31,8 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/controllers"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/janitor"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/version"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/webhooks"
 )
@@ -73,6 +75,10 @@ type options struct {
 	clusterConcurrency          int
 	machineConcurrency          int
 	printVersion                bool
+	janitorInterval             time.Duration
+	janitorGracePeriod          time.Duration
+	janitorDelete               bool
+	janitorProjects             []string
 	manager                     flags.ManagerOptions
 	logs                        *logs.Options
 }
@@ -126,6 +132,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Number of PacketClusters to reconcile at the same time.")
 	fs.IntVar(&o.machineConcurrency, "packetmachine-concurrency", 10,
 		"Number of PacketMachines to reconcile at the same time.")
+	fs.DurationVar(&o.janitorInterval, "janitor-interval", 0,
+		"How often the orphan janitor sweeps for Packet objects whose PacketCluster or PacketMachine is gone (docs/janitor.md); 0 turns it off.")
+	fs.DurationVar(&o.janitorGracePeriod, "janitor-grace-period", janitor.DefaultGracePeriod,
+		"How old a Packet object must be before the janitor reports or deletes it, so creates in flight are never touched.")
+	fs.BoolVar(&o.janitorDelete, "janitor-delete", false,
+		"Let the janitor delete the orphans it finds; otherwise it only reports them (log lines and the capp_orphaned_resources metric).")
+	fs.StringSliceVar(&o.janitorProjects, "janitor-projects", nil,
+		"Projects the janitor sweeps with the manager's own API key, besides those of the PacketClusters; defaults to --default-key-projects.")
 	fs.BoolVar(&o.printVersion, "version", false, "Print the manager's version and exit.")
 	flags.AddManagerOptions(fs, &o.manager)
 }
@@ -138,6 +152,9 @@ func envOr(key, fallback string) string {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "janitor" {
+		os.Exit(runJanitorCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	opts := &options{logs: logs.NewOptions()}
 	opts.addFlags(pflag.CommandLine)
 	pflag.CommandLine.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
@@ -270,6 +287,29 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketMachineTemplate controller: %w", err)
 	}
+	return setupJanitor(mgr, opts, factory, apiKey)
+}
+
+// setupJanitor adds the orphan janitor to the manager when --janitor-interval is set. It runs
+// only on the leader, and reads owners uncached so that a lagging cache never makes one look gone.
+func setupJanitor(mgr ctrl.Manager, opts *options, factory *packet.Factory, apiKey string) error {
+	if opts.janitorInterval <= 0 {
+		return nil
+	}
+	projects := opts.janitorProjects
+	if len(projects) == 0 {
+		projects = opts.defaultKeyProjects
+	}
+	def := scope.DefaultCredentials{APIKey: apiKey, Projects: opts.defaultKeyProjects}
+	j := &janitor.Janitor{Reader: mgr.GetAPIReader(), GracePeriod: opts.janitorGracePeriod, Delete: opts.janitorDelete}
+	targets := func(ctx context.Context) ([]janitor.Target, error) {
+		return janitor.Targets(ctx, mgr.GetAPIReader(), factory, def, projects)
+	}
+	if err := mgr.Add(j.Runnable(opts.janitorInterval, targets)); err != nil {
+		return fmt.Errorf("adding the orphan janitor: %w", err)
+	}
+	setupLog.Info("Orphan janitor enabled", "interval", opts.janitorInterval, "gracePeriod", opts.janitorGracePeriod,
+		"delete", opts.janitorDelete, "projects", projects)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package packet
 import (
 	"context"
 	"errors"
+	"path"
 	"strings"
 
 	"github.com/packethost/packngo"
@@ -47,6 +48,39 @@ func (c *client) EnsureBGPSession(ctx context.Context, deviceID string) error {
 	// session we want exists, which is all that matters.
 	var e *Error
 	if errors.As(err, &e) && e.Kind == KindInvalid && strings.Contains(e.Message(), "already has session") {
+		return nil
+	}
+	return err
+}
+
+func (c *client) ListDeviceBGPSessions(ctx context.Context, deviceID string) ([]BGPSession, error) {
+	var sessions []packngo.BGPSession
+	err := c.do(ctx, "GET /devices/{id}/bgp/sessions", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		sessions, resp, err = api.Devices.ListBGPSessions(deviceID, nil)
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BGPSession, 0, len(sessions))
+	for _, s := range sessions {
+		bs := BGPSession{ID: s.ID, DeviceID: s.Device.ID, AddressFamily: s.AddressFamily, Status: s.Status}
+		if bs.DeviceID == "" && s.Device.Href != "" {
+			bs.DeviceID = path.Base(s.Device.Href) // not expanded: {"href": "/metal/v1/devices/<id>"}
+		}
+		if bs.DeviceID == "" {
+			bs.DeviceID = deviceID
+		}
+		out = append(out, bs)
+	}
+	return out, nil
+}
+
+func (c *client) DeleteBGPSession(ctx context.Context, id string) error {
+	err := c.do(ctx, "DELETE /bgp/sessions/{id}", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.BGPSessions.Delete(id)
+	})
+	if IsNotFound(err) {
 		return nil
 	}
 	return err

@@ -56,6 +56,10 @@ type Client interface {
 	EnableBGP(ctx context.Context, projectID string, req BGPConfigRequest) error
 	// EnsureBGPSession gives the device an IPv4 BGP session; an existing one is kept.
 	EnsureBGPSession(ctx context.Context, deviceID string) error
+	// ListDeviceBGPSessions returns the device's BGP sessions.
+	ListDeviceBGPSessions(ctx context.Context, deviceID string) ([]BGPSession, error)
+	// DeleteBGPSession deletes a BGP session; deleting one that is already gone is not an error.
+	DeleteBGPSession(ctx context.Context, id string) error
 
 	// GetHardwareReservation returns a hardware reservation with the facility and metro it is in.
 	GetHardwareReservation(ctx context.Context, id string) (*HardwareReservation, error)
@@ -82,7 +86,7 @@ type Client interface {
 	AssignVLAN(ctx context.Context, portID, vlanID string) error
 	// GetVLAN returns the VLAN with this UUID.
 	GetVLAN(ctx context.Context, id string) (*VLAN, error)
-	// ListVLANs returns the project's VLANs in a metro.
+	// ListVLANs returns the project's VLANs in a metro; metro "" means every metro.
 	ListVLANs(ctx context.Context, projectID, metro string) ([]VLAN, error)
 	// CreateVLAN creates a VLAN in a metro.
 	CreateVLAN(ctx context.Context, projectID, metro, description string) (*VLAN, error)

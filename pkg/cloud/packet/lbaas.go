@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"time"
 )
 
 // LoadBalancers is what the controllers need from Equinix Metal's load-balancer service (LBaaS):
@@ -45,8 +46,9 @@ type LoadBalancer struct {
 	ID, Name   string
 	LocationID string
 	// IPs are the load balancer's public addresses; the first is the one clients use.
-	IPs   []string
-	Ports []LoadBalancerPort
+	IPs       []string
+	Ports     []LoadBalancerPort
+	CreatedAt time.Time
 }
 
 // LoadBalancerPort is a listener port of a load balancer.
@@ -58,9 +60,10 @@ type LoadBalancerPort struct {
 
 // LoadBalancerPool is a set of origins a port forwards to.
 type LoadBalancerPool struct {
-	ID, Name string
-	Protocol string
-	Origins  []LoadBalancerOrigin
+	ID, Name  string
+	Protocol  string
+	Origins   []LoadBalancerOrigin
+	CreatedAt time.Time
 }
 
 // LoadBalancerOrigin is a backend of a pool: an address and port traffic is sent to.
@@ -130,11 +133,12 @@ func SetLoadBalancerLocations(byMetro map[string]string) {
 // Wire shapes of the load-balancer API.
 type (
 	lbJSON struct {
-		ID       string              `json:"id"`
-		Name     string              `json:"name"`
-		Location struct{ ID string } `json:"location"`
-		IPs      []string            `json:"ips"`
-		Ports    []lbPortJSON        `json:"ports"`
+		ID        string              `json:"id"`
+		Name      string              `json:"name"`
+		Location  struct{ ID string } `json:"location"`
+		IPs       []string            `json:"ips"`
+		Ports     []lbPortJSON        `json:"ports"`
+		CreatedAt time.Time           `json:"created_at"`
 	}
 	lbPortJSON struct {
 		ID      string   `json:"id"`
@@ -143,10 +147,11 @@ type (
 		PoolIDs []string `json:"pool_ids"`
 	}
 	lbPoolJSON struct {
-		ID       string         `json:"id"`
-		Name     string         `json:"name"`
-		Protocol string         `json:"protocol"`
-		Origins  []lbOriginJSON `json:"origins"`
+		ID        string         `json:"id"`
+		Name      string         `json:"name"`
+		Protocol  string         `json:"protocol"`
+		Origins   []lbOriginJSON `json:"origins"`
+		CreatedAt time.Time      `json:"created_at"`
 	}
 	lbOriginJSON struct {
 		ID         string `json:"id,omitempty"`
@@ -162,7 +167,7 @@ type (
 )
 
 func (j *lbJSON) loadBalancer() LoadBalancer {
-	lb := LoadBalancer{ID: j.ID, Name: j.Name, LocationID: j.Location.ID, IPs: j.IPs}
+	lb := LoadBalancer{ID: j.ID, Name: j.Name, LocationID: j.Location.ID, IPs: j.IPs, CreatedAt: j.CreatedAt}
 	for _, p := range j.Ports {
 		lb.Ports = append(lb.Ports, LoadBalancerPort{ID: p.ID, Name: p.Name, Number: p.Number, PoolIDs: p.PoolIDs})
 	}
@@ -170,7 +175,7 @@ func (j *lbJSON) loadBalancer() LoadBalancer {
 }
 
 func (j *lbPoolJSON) pool() LoadBalancerPool {
-	p := LoadBalancerPool{ID: j.ID, Name: j.Name, Protocol: j.Protocol}
+	p := LoadBalancerPool{ID: j.ID, Name: j.Name, Protocol: j.Protocol, CreatedAt: j.CreatedAt}
 	for _, o := range j.Origins {
 		p.Origins = append(p.Origins, LoadBalancerOrigin{ID: o.ID, Name: o.Name, Target: o.Target,
 			Port: o.PortNumber, Active: o.Active, PoolID: o.PoolID})

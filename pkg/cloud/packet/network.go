@@ -3,6 +3,7 @@ package packet
 import (
 	"context"
 	"path"
+	"time"
 
 	"github.com/packethost/packngo"
 )
@@ -25,6 +26,7 @@ type VLAN struct {
 	VXLAN       int
 	Description string
 	Metro       string
+	CreatedAt   time.Time
 }
 
 // devicePortsJSON decodes a device's ports. packngo's Port type cannot: it declares two fields
@@ -101,9 +103,13 @@ func (c *client) GetVLAN(ctx context.Context, id string) (*VLAN, error) {
 }
 
 func (c *client) ListVLANs(ctx context.Context, projectID, metro string) ([]VLAN, error) {
+	opts := &packngo.ListOptions{}
+	if metro != "" {
+		opts.QueryParams = map[string]string{"metro": metro}
+	}
 	var list *packngo.VirtualNetworkListResponse
 	err := c.do(ctx, "GET /projects/{id}/virtual-networks", func(api *packngo.Client) (resp *packngo.Response, err error) {
-		list, resp, err = api.ProjectVirtualNetworks.List(projectID, &packngo.ListOptions{QueryParams: map[string]string{"metro": metro}})
+		list, resp, err = api.ProjectVirtualNetworks.List(projectID, opts)
 		return resp, err
 	})
 	if err != nil {
@@ -143,6 +149,9 @@ func toVLAN(vn *packngo.VirtualNetwork) *VLAN {
 	out := &VLAN{ID: vn.ID, VXLAN: vn.VXLAN, Description: vn.Description, Metro: vn.MetroCode}
 	if out.Metro == "" && vn.Metro != nil {
 		out.Metro = vn.Metro.Code
+	}
+	if t, err := time.Parse(time.RFC3339, vn.CreatedAt); err == nil {
+		out.CreatedAt = t
 	}
 	return out
 }

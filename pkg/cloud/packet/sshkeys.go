@@ -2,6 +2,7 @@ package packet
 
 import (
 	"context"
+	"time"
 
 	"github.com/packethost/packngo"
 )
@@ -17,9 +18,17 @@ func (c *client) ListProjectSSHKeys(ctx context.Context, projectID string) ([]SS
 	}
 	out := make([]SSHKey, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: k.FingerPrint})
+		out = append(out, toSSHKey(&k))
 	}
 	return out, nil
+}
+
+func toSSHKey(k *packngo.SSHKey) SSHKey {
+	out := SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: k.FingerPrint}
+	if t, err := time.Parse(time.RFC3339, k.Created); err == nil {
+		out.CreatedAt = t
+	}
+	return out
 }
 
 func (c *client) CreateProjectSSHKey(ctx context.Context, projectID, label, publicKey string) (*SSHKey, error) {
@@ -31,7 +40,8 @@ func (c *client) CreateProjectSSHKey(ctx context.Context, projectID, label, publ
 	if err != nil {
 		return nil, err
 	}
-	return &SSHKey{ID: k.ID, Label: k.Label, Key: k.Key, Fingerprint: k.FingerPrint}, nil
+	out := toSSHKey(k)
+	return &out, nil
 }
 
 func (c *client) DeleteSSHKey(ctx context.Context, id string) error {

@@ -164,4 +164,13 @@ type SSHKey struct {
 	Label       string
 	Key         string
 	Fingerprint string
+	CreatedAt   time.Time
+}
+
+// BGPSession is a device's BGP session with Packet's routers.
+type BGPSession struct {
+	ID            string
+	DeviceID      string
+	AddressFamily string
+	Status        string
 }

@@ -169,7 +169,7 @@ type (
 func (j *lbJSON) loadBalancer() LoadBalancer {
 	lb := LoadBalancer{ID: j.ID, Name: j.Name, LocationID: j.Location.ID, IPs: j.IPs, CreatedAt: j.CreatedAt}
 	for _, p := range j.Ports {
-		lb.Ports = append(lb.Ports, LoadBalancerPort{ID: p.ID, Name: p.Name, Number: p.Number, PoolIDs: p.PoolIDs})
+		lb.Ports = append(lb.Ports, LoadBalancerPort(p))
 	}
 	return lb
 }

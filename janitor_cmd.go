@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"context"
 	"flag"
 	"fmt"
@@ -51,7 +52,7 @@ func runJanitorCommand(args []string, stdout, stderr io.Writer) int {
 			"The Packet API key is read from PACKET_API_KEY.\n\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
+		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
 		return 2

@@ -165,3 +165,13 @@ type SSHKey struct {
 	Key         string
 	Fingerprint string
 }
+
+// ReinstallDeviceRequest describes a reinstall.
+type ReinstallDeviceRequest struct {
+	// OS is the operating system slug to install; "" keeps the device's.
+	OS string
+	// PreserveData keeps the non-OS disks' data.
+	PreserveData bool
+	// DeprovisionFast skips the disk wipe before the install.
+	DeprovisionFast bool
+}

@@ -109,4 +109,5 @@ const (
 	ReinstallRequestedReason          = "ReinstallRequested"
 	StepTimedOutReason                = "StepTimedOut"
 	WaitingForDeviceReason            = "WaitingForDevice"
+	NoOwnerToReplaceReason            = "NoOwnerToReplace"
 )

@@ -38,6 +38,8 @@ type Client interface {
 	DeleteDevice(ctx context.Context, id string) error
 	// RebootDevice power-cycles an active device.
 	RebootDevice(ctx context.Context, id string) error
+	// PowerOnDevice powers on an inactive (powered-off) device.
+	PowerOnDevice(ctx context.Context, id string) error
 	// ReinstallDevice reinstalls a device's operating system in place: same device, hardware
 	// and addresses; the disks are wiped. It boots the device's current user-data.
 	ReinstallDevice(ctx context.Context, id string, req ReinstallDeviceRequest) error

@@ -12,6 +12,12 @@ func (c *client) RebootDevice(ctx context.Context, id string) error {
 	})
 }
 
+func (c *client) PowerOnDevice(ctx context.Context, id string) error {
+	return c.do(ctx, "POST /devices/{id}/actions", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.Devices.PowerOn(id)
+	})
+}
+
 func (c *client) ReinstallDevice(ctx context.Context, id string, req ReinstallDeviceRequest) error {
 	fields := &packngo.DeviceReinstallFields{OperatingSystem: req.OS, PreserveData: req.PreserveData,
 		DeprovisionFast: req.DeprovisionFast}

@@ -56,7 +56,7 @@ var _ = Describe("PacketRemediation", func() {
 		rem := createRemediation(mc, "w1", nil)
 		Eventually(func() int32 { return getRemediation(rem).Status.Reboots }, eventually).Should(Equal(int32(1)))
 		Expect(actionCalls(dev.ID, "reboot")).To(Equal(1))
-		Expect(eventReasons(rem)()).To(ContainElement(infrav1.RebootRequestedReason))
+		Eventually(eventReasons(rem), eventually).Should(ContainElement(infrav1.RebootRequestedReason))
 
 		setHealthCheck(mc.ns, "w1", metav1.ConditionTrue)
 		Eventually(func() infrav1.RemediationPhase { return getRemediation(rem).Status.Phase }, eventually).
@@ -111,7 +111,7 @@ var _ = Describe("PacketRemediation", func() {
 		Expect(conditions.IsFalse(m, clusterv1.MachineOwnerRemediatedCondition)).To(BeTrue())
 		Expect(conditions.GetReason(m, clusterv1.MachineOwnerRemediatedCondition)).To(Equal(clusterv1.MachineOwnerRemediatedWaitingForRemediationReason))
 		Expect(devicesOf(pm)).To(HaveLen(1))
-		Expect(eventReasons(rem)()).To(ContainElements(infrav1.RebootRequestedReason, infrav1.StepTimedOutReason,
+		Eventually(eventReasons(rem), eventually).Should(ContainElements(infrav1.RebootRequestedReason, infrav1.StepTimedOutReason,
 			infrav1.ReinstallRequestedReason, infrav1.MachineReplacementRequestedReason))
 	})
 
@@ -137,11 +137,11 @@ var _ = Describe("PacketRemediation", func() {
 
 	It("ends cleanly when its Machine is gone", func() {
 		rem := createRemediation(mc, "vanished", nil)
-		Eventually(func() string {
-			return conditions.GetReason(getRemediation(rem), infrav1.RemediationSucceededCondition)
-		}, eventually).Should(Equal(infrav1.MachineNotFoundReason))
+		// The patch helper writes the conditions and the rest of status in two requests.
+		Eventually(func() infrav1.RemediationPhase { return getRemediation(rem).Status.Phase }, eventually).
+			Should(Equal(infrav1.RemediationPhaseStopped))
 		got := getRemediation(rem)
-		Expect(got.Status.Phase).To(Equal(infrav1.RemediationPhaseStopped))
+		Expect(conditions.GetReason(got, infrav1.RemediationSucceededCondition)).To(Equal(infrav1.MachineNotFoundReason))
 		Expect(got.Status.Reboots).To(BeZero())
 		Consistently(func() string { return getRemediation(rem).ResourceVersion }, time.Second).Should(Equal(got.ResourceVersion))
 	})

@@ -68,12 +68,13 @@ func (s RemediationStep) RetriesOrDefault() int32 {
 // PacketRemediationSpec is how an unhealthy Machine's device is remediated.
 type PacketRemediationSpec struct {
 	// strategy is the ordered list of steps. Each runs until the Machine is healthy again or its
-	// timeout and retries are spent, then the next one starts. Default: Reboot, Reinstall,
-	// Replace.
+	// timeout and retries are spent, then the next one starts; Replace, if any, is the last.
+	// Default: Reboot, Reinstall, Replace.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:XValidation:rule="self.filter(s, s.type == 'Replace').size() == 0 || (self.filter(s, s.type == 'Replace').size() == 1 && self[size(self) - 1].type == 'Replace')",message="Replace can only be the last step: no step runs after it"
 	Strategy []RemediationStep `json:"strategy,omitempty"`
 }
 

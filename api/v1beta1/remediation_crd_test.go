@@ -62,11 +62,13 @@ var _ = Describe("PacketRemediation", func() {
 		Expect(s[0].RetriesOrDefault()).To(Equal(int32(1)))
 	})
 
-	It("refuses unknown steps and zero retries; an omitted strategy is the default", func() {
+	It("refuses unknown steps, zero retries and steps after Replace; an omitted strategy is the default", func() {
 		ns := newNamespace()
 		for i, strategy := range [][]infrav1.RemediationStep{
 			{{Type: "Rebuild"}},
 			{{Type: infrav1.RemediationStepReboot, Retries: ptr.To[int32](0)}},
+			{{Type: infrav1.RemediationStepReplace}, {Type: infrav1.RemediationStepReboot}},
+			{{Type: infrav1.RemediationStepReplace}, {Type: infrav1.RemediationStepReplace}},
 			{},
 		} {
 			rem := &infrav1.PacketRemediation{ObjectMeta: metav1.ObjectMeta{Name: "r" + string(rune('a'+i)), Namespace: ns},

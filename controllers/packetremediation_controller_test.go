@@ -73,6 +73,18 @@ var _ = Describe("PacketRemediation", func() {
 		Expect(actionCalls(dev.ID, "reinstall")).To(BeZero())
 	})
 
+	It("powers on a worker whose device was powered off, as its reboot", func() {
+		_, dev := unhealthyMachine("w3", machineOpts{})
+		Expect(sim.SetDeviceState(dev.ID, packetsim.StateInactive)).To(Succeed())
+		rem := createRemediation(mc, "w3", nil)
+		Eventually(func() int32 { return getRemediation(rem).Status.Reboots }, eventually).Should(Equal(int32(1)))
+		Expect(actionCalls(dev.ID, "power_on")).To(Equal(1))
+		Expect(actionCalls(dev.ID, "reboot")).To(BeZero())
+		setHealthCheck(mc.ns, "w3", metav1.ConditionTrue)
+		Eventually(func() infrav1.RemediationPhase { return getRemediation(rem).Status.Phase }, eventually).
+			Should(Equal(infrav1.RemediationPhaseSucceeded))
+	})
+
 	It("escalates a worker that never recovers from reboot to reinstall to replace", func() {
 		pm, dev := unhealthyMachine("w2", machineOpts{})
 		// The bootstrap data the reinstall must boot: the Secret's current value.

@@ -287,6 +287,16 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketMachineTemplate controller: %w", err)
 	}
+	if err := (&controllers.PacketRemediationReconciler{
+		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
+		Packet:             factory,
+		DefaultAPIKey:      apiKey,
+		DefaultKeyProjects: opts.defaultKeyProjects,
+		WatchFilterValue:   opts.watchFilterValue,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
+		return fmt.Errorf("setting up the PacketRemediation controller: %w", err)
+	}
 	return setupJanitor(mgr, opts, factory, apiKey)
 }
 

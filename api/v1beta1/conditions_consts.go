@@ -89,3 +89,25 @@ const (
 	// DeviceDeletionStuckReason: the device is deprovisioning far longer than Packet takes.
 	DeviceDeletionStuckReason = "DeviceDeletionStuck"
 )
+
+// PacketRemediation conditions and reasons.
+const (
+	// RemediationSucceededCondition is True once the Machine is healthy again; False while the
+	// remediation runs or once it ended without repairing the Machine (the reason says why).
+	RemediationSucceededCondition = "RemediationSucceeded"
+	// StepSucceededCondition is about the current step: True once its action brought the Machine
+	// back, False while it waits or after it timed out.
+	StepSucceededCondition = "StepSucceeded"
+
+	RemediationInProgressReason       = "RemediationInProgress"
+	MachineHealthyReason              = "MachineHealthy"
+	MachineNotFoundReason             = "MachineNotFound"
+	ControlPlaneNotReplacedReason     = "ControlPlaneNotReplaced"
+	StrategyExhaustedReason           = "StrategyExhausted"
+	MachineReplacementRequestedReason = "MachineReplacementRequested"
+	RebootRequestedReason             = "RebootRequested"
+	ReinstallRequestedReason          = "ReinstallRequested"
+	StepTimedOutReason                = "StepTimedOut"
+	WaitingForDeviceReason            = "WaitingForDevice"
+	NoOwnerToReplaceReason            = "NoOwnerToReplace"
+)

@@ -25,7 +25,8 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
 
-var kinds = []string{"PacketCluster", "PacketClusterTemplate", "PacketMachine", "PacketMachineTemplate"}
+var kinds = []string{"PacketCluster", "PacketClusterTemplate", "PacketMachine", "PacketMachineTemplate",
+	"PacketRemediation", "PacketRemediationTemplate"}
 
 func newNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "api-"}}

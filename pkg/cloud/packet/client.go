@@ -36,6 +36,15 @@ type Client interface {
 	CreateDevice(ctx context.Context, req CreateDeviceRequest) (*Device, error)
 	// DeleteDevice deletes a device; deleting one that is already gone is not an error.
 	DeleteDevice(ctx context.Context, id string) error
+	// RebootDevice power-cycles an active device.
+	RebootDevice(ctx context.Context, id string) error
+	// PowerOnDevice powers on an inactive (powered-off) device.
+	PowerOnDevice(ctx context.Context, id string) error
+	// ReinstallDevice reinstalls a device's operating system in place: same device, hardware
+	// and addresses; the disks are wiped. It boots the device's current user-data.
+	ReinstallDevice(ctx context.Context, id string, req ReinstallDeviceRequest) error
+	// SetDeviceUserData replaces the user-data a device boots with (on its next install).
+	SetDeviceUserData(ctx context.Context, id, userData string) error
 
 	// FindIPReservationsByTags returns the project's IP reservations that carry every tag.
 	FindIPReservationsByTags(ctx context.Context, projectID string, tags ...string) ([]IPReservation, error)

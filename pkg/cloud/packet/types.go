@@ -174,3 +174,13 @@ type BGPSession struct {
 	AddressFamily string
 	Status        string
 }
+
+// ReinstallDeviceRequest describes a reinstall.
+type ReinstallDeviceRequest struct {
+	// OS is the operating system slug to install; "" keeps the device's.
+	OS string
+	// PreserveData keeps the non-OS disks' data.
+	PreserveData bool
+	// DeprovisionFast skips the disk wipe before the install.
+	DeprovisionFast bool
+}

@@ -25,33 +25,23 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	sc := s.scope
 	pm, spec := sc.PacketMachine, sc.PacketMachine.Spec
 
-	data, format, err := sc.BootstrapData(ctx)
-	if err != nil {
-		// The Secret is not watched; look again soon.
-		s.setCondition(metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, err.Error())
-		return nil, ctrl.Result{}, err
-	}
-	values := userdata.Values{
-		KubernetesVersion:    sc.Machine.Spec.Version,
-		ControlPlaneEndpoint: sc.PacketCluster.Spec.ControlPlaneEndpoint.Host,
-	}
-	// The previous provider gave control planes the API key; now only clusters that ask for it,
-	// and only their own key: the manager's serves every namespace, and user-data is readable
-	// from the device's metadata service.
-	if sc.PacketCluster.Spec.ExposeAPIKeyInUserData && sc.IsControlPlane() {
-		if sc.Credentials.Source == "" {
-			s.setCondition(metav1.ConditionFalse, infrav1.APIKeyNotExposableReason,
-				"spec.exposeAPIKeyInUserData of the PacketCluster: only the key of the cluster's own spec.credentialsRef Secret is put in user-data, never the manager's; set credentialsRef, or turn exposeAPIKeyInUserData off")
-			return nil, ctrl.Result{}, nil
+	userData, err := UserData(ctx, sc)
+	var ude *UserDataError
+	if errors.As(err, &ude) {
+		s.setCondition(metav1.ConditionFalse, ude.Reason, ude.Error())
+		switch ude.Reason {
+		case infrav1.WaitingForBootstrapDataReason:
+			// The Secret is not watched; look again soon.
+			return nil, ctrl.Result{}, err
+		case infrav1.BootstrapDataInvalidReason:
+			// The bootstrap Secret is not watched; it may be fixed without the PacketMachine changing.
+			record.Warnf(pm, infrav1.BootstrapDataInvalidReason, "%s", ude.Error())
+			return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
 		}
-		values.APIKey = sc.Credentials.APIKey
+		return nil, ctrl.Result{}, nil
 	}
-	userData, err := userdata.Render(data, format, values)
 	if err != nil {
-		// The bootstrap Secret is not watched; it may be fixed without the PacketMachine changing.
-		s.setCondition(metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
-		record.Warnf(pm, infrav1.BootstrapDataInvalidReason, "%s", err.Error())
-		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		return nil, ctrl.Result{}, err
 	}
 
 	if spec.SpotInstance && sc.IsControlPlane() && pm.Annotations[infrav1.AllowSpotControlPlaneAnnotation] != "true" {
@@ -130,4 +120,43 @@ func deviceTags(identity, user []string) []string {
 		}
 	}
 	return tags
+}
+
+// UserDataError says why a Machine's user-data cannot be built; Reason is a DeviceReady reason
+// (WaitingForBootstrapData, APIKeyNotExposable, BootstrapDataInvalid). Its message never quotes
+// the bootstrap data beyond the expression at fault.
+type UserDataError struct {
+	Reason string
+	Err    error
+}
+
+func (e *UserDataError) Error() string { return e.Err.Error() }
+func (e *UserDataError) Unwrap() error { return e.Err }
+
+// UserData renders the Machine's current bootstrap data into the user-data its device boots,
+// as the device is created with (and reinstalled with, by remediation).
+func UserData(ctx context.Context, sc *scope.MachineScope) (string, error) {
+	data, format, err := sc.BootstrapData(ctx)
+	if err != nil {
+		return "", &UserDataError{Reason: infrav1.WaitingForBootstrapDataReason, Err: err}
+	}
+	values := userdata.Values{
+		KubernetesVersion:    sc.Machine.Spec.Version,
+		ControlPlaneEndpoint: sc.PacketCluster.Spec.ControlPlaneEndpoint.Host,
+	}
+	// The previous provider gave control planes the API key; now only clusters that ask for it,
+	// and only their own key: the manager's serves every namespace, and user-data is readable
+	// from the device's metadata service.
+	if sc.PacketCluster.Spec.ExposeAPIKeyInUserData && sc.IsControlPlane() {
+		if sc.Credentials.Source == "" {
+			return "", &UserDataError{Reason: infrav1.APIKeyNotExposableReason, Err: errors.New(
+				"spec.exposeAPIKeyInUserData of the PacketCluster: only the key of the cluster's own spec.credentialsRef Secret is put in user-data, never the manager's; set credentialsRef, or turn exposeAPIKeyInUserData off")}
+		}
+		values.APIKey = sc.Credentials.APIKey
+	}
+	userData, err := userdata.Render(data, format, values)
+	if err != nil {
+		return "", &UserDataError{Reason: infrav1.BootstrapDataInvalidReason, Err: err}
+	}
+	return userData, nil
 }

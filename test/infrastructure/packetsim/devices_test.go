@@ -164,6 +164,41 @@ var _ = Describe("devices", func() {
 		Expect(len(events)).To(BeNumerically(">=", 5))
 	})
 
+	It("reboots in place and reinstalls with the user-data set since, keeping the device's addresses", func() {
+		d := e.createDevice(func(r *packngo.DeviceCreateRequest) { r.UserData = "#cloud-config\nruncmd: [echo first]\n" })
+		e.sim.Advance(time.Minute)
+		before, _ := e.getDevice(d.ID)
+		Expect(before.State).To(Equal("active"))
+		Expect(addressesOf(before)).NotTo(BeEmpty())
+		_, err := e.client.Devices.Reboot(d.ID)
+		Expect(err).NotTo(HaveOccurred())
+		got, _ := e.getDevice(d.ID)
+		Expect(got.State).To(Equal("active"), "a reboot is not a state of its own")
+
+		userData := "#cloud-config\nruncmd: [echo second]\n"
+		_, _, err = e.client.Devices.Update(d.ID, &packngo.DeviceUpdateRequest{UserData: &userData})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = e.client.Devices.Reinstall(d.ID, &packngo.DeviceReinstallFields{OperatingSystem: "ubuntu_22_04", DeprovisionFast: true})
+		Expect(err).NotTo(HaveOccurred())
+		got, _ = e.getDevice(d.ID)
+		Expect(got.State).To(Equal("reinstalling"))
+		_, err = e.client.Devices.Reboot(d.ID)
+		status, _ := apiError(err)
+		Expect(status).To(Equal(422), "a reinstalling device cannot be rebooted")
+		e.sim.Advance(time.Minute)
+		got, _ = e.getDevice(d.ID)
+		Expect(got.State).To(Equal("active"))
+		Expect(got.UserData).To(Equal(userData))
+		Expect(addressesOf(got)).To(Equal(addressesOf(before)))
+		events, _, err := e.client.Devices.ListEvents(d.ID, nil)
+		Expect(err).NotTo(HaveOccurred())
+		var types []string
+		for _, ev := range events {
+			types = append(types, ev.Type)
+		}
+		Expect(types).To(ContainElements("power.reboot", "reinstall.101", "provisioning.109"))
+	})
+
 	It("forces states through the Go and HTTP control APIs", func() {
 		d := e.createDevice()
 		Expect(e.sim.SetDeviceState(d.ID, "failed")).To(Succeed())
@@ -348,3 +383,11 @@ var _ = Describe("hardware reservations", func() {
 		Expect(status).To(Equal(404))
 	})
 })
+
+func addressesOf(d *packngo.Device) []string {
+	var out []string
+	for _, ip := range d.Network {
+		out = append(out, ip.Address)
+	}
+	return out
+}

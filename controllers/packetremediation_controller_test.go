@@ -130,7 +130,7 @@ var _ = Describe("PacketRemediation", func() {
 	It("reboots and reinstalls a control plane but never replaces it", func() {
 		_, dev := unhealthyMachine("cp1", machineOpts{controlPlane: true})
 		rem := createRemediation(mc, "cp1", []infrav1.RemediationStep{
-			{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: time.Minute}, Retries: ptr.To[int32](2)},
+			{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: time.Minute}, Attempts: ptr.To[int32](2)},
 			{Type: infrav1.RemediationStepReinstall, Timeout: &metav1.Duration{Duration: 10 * time.Minute}},
 			{Type: infrav1.RemediationStepReplace},
 		})

@@ -38,12 +38,12 @@ type RemediationStep struct {
 	// not used by Replace.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
-	// retries is how many times the step's action is run (1: once) before the next step
+	// attempts is how many times the step's action is run (1: once) before the next step
 	// starts. Default 1.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
-	Retries *int32 `json:"retries,omitempty"`
+	Attempts *int32 `json:"attempts,omitempty"`
 }
 
 // TimeoutOrDefault is the step's timeout, or its type's default.
@@ -57,10 +57,10 @@ func (s RemediationStep) TimeoutOrDefault() time.Duration {
 	return DefaultRebootTimeout
 }
 
-// RetriesOrDefault is how many times the step's action is run.
-func (s RemediationStep) RetriesOrDefault() int32 {
-	if s.Retries != nil && *s.Retries > 0 {
-		return *s.Retries
+// AttemptsOrDefault is how many times the step's action is run.
+func (s RemediationStep) AttemptsOrDefault() int32 {
+	if s.Attempts != nil && *s.Attempts > 0 {
+		return *s.Attempts
 	}
 	return 1
 }
@@ -68,7 +68,7 @@ func (s RemediationStep) RetriesOrDefault() int32 {
 // PacketRemediationSpec is how an unhealthy Machine's device is remediated.
 type PacketRemediationSpec struct {
 	// strategy is the ordered list of steps. Each runs until the Machine is healthy again or its
-	// timeout and retries are spent, then the next one starts; Replace, if any, is the last.
+	// timeout and attempts are spent, then the next one starts; Replace, if any, is the last.
 	// Default: Reboot, Reinstall, Replace.
 	// +optional
 	// +listType=atomic

@@ -24,7 +24,7 @@ var _ = Describe("PacketRemediation", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "reboot-first", Namespace: ns},
 			Spec: infrav1.PacketRemediationTemplateSpec{Template: infrav1.PacketRemediationTemplateResource{
 				Spec: infrav1.PacketRemediationSpec{Strategy: []infrav1.RemediationStep{
-					{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: 3 * time.Minute}, Retries: ptr.To[int32](2)},
+					{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: 3 * time.Minute}, Attempts: ptr.To[int32](2)},
 					{Type: infrav1.RemediationStepReplace},
 				}},
 			}},
@@ -59,14 +59,14 @@ var _ = Describe("PacketRemediation", func() {
 			infrav1.RemediationStepReboot, infrav1.RemediationStepReinstall, infrav1.RemediationStepReplace}))
 		Expect(s[0].TimeoutOrDefault()).To(Equal(5 * time.Minute))
 		Expect(s[1].TimeoutOrDefault()).To(Equal(20 * time.Minute))
-		Expect(s[0].RetriesOrDefault()).To(Equal(int32(1)))
+		Expect(s[0].AttemptsOrDefault()).To(Equal(int32(1)))
 	})
 
-	It("refuses unknown steps, zero retries and steps after Replace; an omitted strategy is the default", func() {
+	It("refuses unknown steps, zero attempts and steps after Replace; an omitted strategy is the default", func() {
 		ns := newNamespace()
 		for i, strategy := range [][]infrav1.RemediationStep{
 			{{Type: "Rebuild"}},
-			{{Type: infrav1.RemediationStepReboot, Retries: ptr.To[int32](0)}},
+			{{Type: infrav1.RemediationStepReboot, Attempts: ptr.To[int32](0)}},
 			{{Type: infrav1.RemediationStepReplace}, {Type: infrav1.RemediationStepReboot}},
 			{{Type: infrav1.RemediationStepReplace}, {Type: infrav1.RemediationStepReplace}},
 			{},

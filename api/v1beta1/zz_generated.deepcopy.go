@@ -823,8 +823,8 @@ func (in *RemediationStep) DeepCopyInto(out *RemediationStep) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
-	if in.Retries != nil {
-		in, out := &in.Retries, &out.Retries
+	if in.Attempts != nil {
+		in, out := &in.Attempts, &out.Attempts
 		*out = new(int32)
 		**out = **in
 	}

@@ -139,7 +139,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 			rem.Status.Phase = infrav1.RemediationPhaseRunning
 			return ctrl.Result{RequeueAfter: min(left, s.Poll)}, nil
 		}
-		if rem.Status.StepAttempts >= step.RetriesOrDefault() {
+		if rem.Status.StepAttempts >= step.AttemptsOrDefault() {
 			s.next(step, idx, timeout)
 			return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 		}
@@ -206,7 +206,7 @@ func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int
 	rem.Status.LastStepStartTime = &metav1.Time{Time: s.Now()}
 	rem.Status.Phase = infrav1.RemediationPhaseRunning
 	msg := fmt.Sprintf("Step %d (%s), attempt %d of %d: device %s %s; waiting up to %s for Machine %s to be healthy",
-		idx, step.Type, rem.Status.StepAttempts, step.RetriesOrDefault(), deviceID, what, step.TimeoutOrDefault(), s.Machine.Machine.Name)
+		idx, step.Type, rem.Status.StepAttempts, step.AttemptsOrDefault(), deviceID, what, step.TimeoutOrDefault(), s.Machine.Machine.Name)
 	record.Eventf(rem, reason, "%s", msg)
 	conditions.Set(rem, metav1.Condition{Type: infrav1.StepSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 	conditions.Set(rem, metav1.Condition{Type: infrav1.RemediationSucceededCondition, Status: metav1.ConditionFalse,
@@ -304,6 +304,7 @@ func (s *Service) replace(ctx context.Context) (ctrl.Result, error) {
 	}
 	if err := helper.Patch(ctx, m,
 		patch.WithOwnedConditions{Conditions: []string{clusterv1.MachineOwnerRemediatedCondition}},
+		//nolint:staticcheck // the deprecated v1beta1 form is kept in step, as Cluster API v1.14's own MHC does
 		patch.WithOwnedV1Beta1Conditions{Conditions: []clusterv1.ConditionType{clusterv1.MachineOwnerRemediatedV1Beta1Condition}},
 	); err != nil {
 		return ctrl.Result{}, fmt.Errorf("marking Machine %s for replacement: %w", m.Name, err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -97,7 +98,7 @@ func controlPlaneTargets(ctx context.Context, ns, name string) []string {
 			continue
 		}
 		for _, ip := range d.Network {
-			if ip.Public && ip.Management && !containsColon(ip.Address) {
+			if ip.Public && ip.Management && !strings.Contains(ip.Address, ":") {
 				out = append(out, ip.Address+":6443")
 			}
 		}
@@ -110,13 +111,4 @@ func ipReservationsOf(ctx context.Context, ns string) []IP {
 	ips, err := sim.IPReservations(ctx, "")
 	Expect(err).NotTo(HaveOccurred())
 	return filter(ips, func(ip IP) bool { return taggedFor(ip.Tags, ns) })
-}
-
-func containsColon(s string) bool {
-	for _, r := range s {
-		if r == ':' {
-			return true
-		}
-	}
-	return false
 }

@@ -93,10 +93,10 @@ func (s *OriginService) Delete(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	pool, err := s.pool(ctx)
-	if err != nil || pool == nil {
-		if err != nil {
-			return s.failed(err)
-		}
+	if err != nil {
+		return s.failed(err)
+	}
+	if pool == nil {
 		return ctrl.Result{}, nil
 	}
 	for _, o := range pool.Origins {

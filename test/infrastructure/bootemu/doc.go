@@ -24,5 +24,8 @@
 // load balancer: keeping the origins right is the provider's job.
 //
 // Devices that are powered off, rebooting or gone make their Node NotReady or disappear, so a
-// MachineHealthCheck sees them. The emulation runs in the simulator's process (packetsim --boot).
+// MachineHealthCheck sees them. The simulator's host_down fault hangs a device's operating system
+// while the device stays active (its Node NotReady, a control plane out of the endpoint's
+// routing) until the boot the fault allows. Packet's reinstall rewrites the disk: the boot after
+// it reads the device's user-data again and runs kubeadm again. The emulation runs in the simulator's process (packetsim --boot).
 package bootemu

@@ -135,16 +135,10 @@ func (e *Emulator) observe(ctx context.Context, h *host, d *packetsim.Device, no
 		h = e.firstBoot(d)
 		e.hosts[d.ID] = h
 	}
+	h = e.power(h, d, now)
 	if h.failed != "" || h.boot == nil {
 		return
 	}
-	for _, ev := range d.Events[min(h.events, len(d.Events)):] {
-		if ev.Type == "power.reboot" {
-			h.downUntil = now.Add(e.opts.RebootTime)
-			e.console(h, "reboot: system is going down; back in %s", e.opts.RebootTime)
-		}
-	}
-	h.events = len(d.Events)
 	if !h.joined {
 		if h.up(d, now) {
 			e.runKubeadm(ctx, h, d, now)
@@ -155,6 +149,45 @@ func (e *Emulator) observe(ctx context.Context, h *host, d *packetsim.Device, no
 	if err := setNodeReady(ctx, wc, h.boot.NodeName, h.up(d, now)); err != nil {
 		e.log.Error(err, "Updating node readiness", "node", h.boot.NodeName)
 	}
+}
+
+// power follows what happened to the device since the last look. A reboot event, or the device
+// turning active again (powered on, reinstalled), is a boot: it counts against a host_down fault,
+// which decides whether the host comes up. A reinstall rewrote the disk, so its boot reads the
+// device's user-data again and runs kubeadm again (the Node, if any, is still in the cluster,
+// NotReady, as the kubelet left it). It returns the host to go on with.
+func (e *Emulator) power(h *host, d *packetsim.Device, now time.Time) *host {
+	booted := false
+	for _, ev := range d.Events[min(h.events, len(d.Events)):] {
+		switch ev.Type {
+		case "power.reboot":
+			h.downUntil, booted = now.Add(e.opts.RebootTime), true
+			e.console(h, "reboot: system is going down; back in %s", e.opts.RebootTime)
+		case "reinstall.101":
+			h.reinstalling = true
+			e.console(h, "reinstall: the operating system is being written again; the next boot reads the user-data")
+		}
+	}
+	h.events = len(d.Events)
+	if d.State == packetsim.StateActive && h.state != packetsim.StateActive {
+		booted = true
+	}
+	h.state = d.State
+	if booted {
+		hung := e.sim.BootHostDown(*d)
+		if hung {
+			e.console(h, "boot: no login prompt; the host does not answer")
+		}
+		if h.reinstalling && d.State == packetsim.StateActive {
+			h = e.firstBoot(d)
+			e.hosts[d.ID] = h
+		}
+		h.hung = hung
+	} else if !h.hung && e.sim.HostDown(*d) {
+		h.hung = true
+		e.console(h, "watchdog: BUG: soft lockup - the host stops answering")
+	}
+	return h
 }
 
 // addresses are the Node's addresses: the device's management IPs, as CPEM reports them.

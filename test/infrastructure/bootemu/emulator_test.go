@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/cloudinit"
+
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 const (
@@ -290,5 +292,94 @@ func TestBrokenUserDataBootsNoNodeAndSaysWhy(t *testing.T) {
 	}
 	if n := len(e.emu.clusters); n != 0 {
 		t.Errorf("%d clusters came up from broken user-data", n)
+	}
+}
+
+// A host_down fault hangs the operating system of an active device; each boot counts against it,
+// and the host answers again at the boot the fault's Count allows.
+func TestAHungHostComesBackAtTheBootItsFaultAllows(t *testing.T) {
+	e := newEnv(t)
+	eip := e.reserveElasticIP()
+	c := newCluster(t, "delta", eip)
+	_, wc := bootControlPlane(t, e, c, eip)
+	createToken(t, wc)
+	w := e.createDevice("delta-worker", c.worker(t, testToken, c.caHash()))
+	e.settle(boot)
+
+	e.sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultHostDown, ResourceID: w, Count: 2})
+	e.settle(time.Second)
+	if got := ready(nodes(t, wc)["delta-worker"]); got != corev1.ConditionUnknown {
+		t.Fatalf("hung worker's node Ready = %q, want Unknown", got)
+	}
+	if d, _ := e.sim.Device(w); d.State != packetsim.StateActive {
+		t.Fatalf("a hung host's device is %s, want still active", d.State)
+	}
+	for boot, want := range []corev1.ConditionStatus{corev1.ConditionUnknown, corev1.ConditionTrue} {
+		if _, err := e.metal.Devices.Reboot(w); err != nil {
+			t.Fatal(err)
+		}
+		e.settle(time.Second)
+		e.settle(10 * time.Second)
+		if got := ready(nodes(t, wc)["delta-worker"]); got != want {
+			t.Fatalf("after reboot %d the worker's node Ready = %q, want %q; console:\n%s", boot+1, got, want, e.console(w))
+		}
+	}
+}
+
+// Packet's reinstall rewrites the disk: the boot after it reads the device's user-data again, so a
+// device whose first user-data could not join joins with the user-data it was given since.
+func TestReinstallBootsTheUserDataAgain(t *testing.T) {
+	e := newEnv(t)
+	eip := e.reserveElasticIP()
+	c := newCluster(t, "epsilon", eip)
+	_, wc := bootControlPlane(t, e, c, eip)
+	createToken(t, wc)
+	w := e.createDevice("epsilon-worker", c.worker(t, testToken, "sha256:"+strings.Repeat("0", 64)))
+	e.settle(boot)
+	if _, ok := nodes(t, wc)["epsilon-worker"]; ok {
+		t.Fatal("a worker pinning the wrong CA hash joined")
+	}
+
+	good := c.worker(t, testToken, c.caHash())
+	if _, _, err := e.metal.Devices.Update(w, &packngo.DeviceUpdateRequest{UserData: &good}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.metal.Devices.Reinstall(w, &packngo.DeviceReinstallFields{DeprovisionFast: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(time.Second)
+	if _, ok := nodes(t, wc)["epsilon-worker"]; ok {
+		t.Fatal("the worker joined before its reinstall finished")
+	}
+	e.settle(boot)
+	if got := ready(nodes(t, wc)["epsilon-worker"]); got != corev1.ConditionTrue {
+		t.Fatalf("reinstalled worker's node Ready = %q, want True; console:\n%s", got, e.console(w))
+	}
+
+	// A host that keeps failing (host_down without a count) stays down through a reinstall too.
+	id := e.sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultHostDown, ResourceID: w})
+	if _, err := e.metal.Devices.Reinstall(w, &packngo.DeviceReinstallFields{DeprovisionFast: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(time.Second)
+	e.settle(boot)
+	if got := ready(nodes(t, wc)["epsilon-worker"]); got != corev1.ConditionUnknown {
+		t.Fatalf("a worker that keeps failing is Ready = %q after its reinstall, want Unknown", got)
+	}
+	e.sim.RemoveFault(id)
+	e.settle(time.Second)
+	if got := ready(nodes(t, wc)["epsilon-worker"]); got != corev1.ConditionUnknown {
+		t.Fatalf("a hung host came back without a boot: Ready = %q", got)
+	}
+	if _, err := e.metal.Devices.Reboot(w); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(time.Second)
+	e.settle(10 * time.Second)
+	if got := ready(nodes(t, wc)["epsilon-worker"]); got != corev1.ConditionTrue {
+		t.Fatalf("after the fault ended and a reboot the worker's node Ready = %q, want True; console:\n%s", got, e.console(w))
+	}
+	if !strings.Contains(e.console(w), "reinstall:") {
+		t.Fatalf("the console does not show the reinstall:\n%s", e.console(w))
 	}
 }

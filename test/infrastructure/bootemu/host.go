@@ -28,6 +28,14 @@ type host struct {
 	waiting   string
 	// downUntil is the end of a reboot: the kubelet is back and the Node Ready again.
 	downUntil time.Time
+	// hung is set while the operating system does not answer (the simulator's host_down fault):
+	// the device is active, the Node is not Ready. Only a boot may end it.
+	hung bool
+	// reinstalling is set from Packet's reinstall until the device is active again: the disk is
+	// rewritten, and the next boot reads the user-data as a first boot does.
+	reinstalling bool
+	// state is the device's state at the last look: turning active again is a boot.
+	state string
 	// events is how many of the device's events were seen (a new power.reboot means a reboot).
 	events int
 }
@@ -46,9 +54,10 @@ func (h *host) providerID() string {
 	return "equinixmetal://" + h.deviceID
 }
 
-// up reports whether the host runs: its device is active and not in the middle of a reboot.
+// up reports whether the host runs: its device is active, not in the middle of a reboot, and its
+// operating system answers.
 func (h *host) up(d *packetsim.Device, now time.Time) bool {
-	return d.State == packetsim.StateActive && !now.Before(h.downUntil)
+	return d.State == packetsim.StateActive && !now.Before(h.downUntil) && !h.hung
 }
 
 // console writes what the host prints to its serial console.
@@ -72,7 +81,7 @@ func (e *Emulator) fail(h *host, err error) {
 
 // firstBoot reads the user-data of a device that just became active.
 func (e *Emulator) firstBoot(d *packetsim.Device) *host {
-	h := &host{deviceID: d.ID, projectID: d.ProjectID, events: len(d.Events)}
+	h := &host{deviceID: d.ID, projectID: d.ProjectID, events: len(d.Events), state: d.State}
 	e.console(h, "cloud-init: reading user-data (%d bytes)", len(d.UserData))
 	b, err := ParseUserData(d.UserData, Identity{DeviceID: d.ID, Hostname: d.Hostname})
 	if err != nil {
@@ -169,6 +178,10 @@ func (e *Emulator) kubeadmJoin(ctx context.Context, h *host, d *packetsim.Device
 func (e *Emulator) startNode(ctx context.Context, h *host, d *packetsim.Device, version string) error {
 	wc := e.mgr.GetResourceGroup(h.cluster.endpoint).GetClient()
 	if err := registerNode(ctx, wc, h, version, e.addresses(d)); err != nil {
+		return err
+	}
+	// A Node from before a reinstall is still there, NotReady: the new kubelet reports it Ready.
+	if err := setNodeReady(ctx, wc, h.boot.NodeName, true); err != nil {
 		return err
 	}
 	if h.controlPlane() {

@@ -59,6 +59,20 @@ func (s *Server) AddDeviceEvent(deviceID, typ, body string) bool {
 	return true
 }
 
+// HostDown reports whether a host_down fault holds the device's operating system down. The boot
+// emulation asks on every look; asking does not count as a boot.
+func (s *Server) HostDown(d Device) bool {
+	return s.faults.holds(faultCall{resourceID: strings.ToLower(d.ID), tags: d.Tags}, FaultHostDown)
+}
+
+// BootHostDown counts a boot of the device against its host_down fault and reports whether the
+// host is still down after this boot.
+func (s *Server) BootHostDown(d Device) bool {
+	c := faultCall{resourceID: strings.ToLower(d.ID), tags: d.Tags}
+	s.faults.take(c, FaultHostDown)
+	return s.faults.holds(c, FaultHostDown)
+}
+
 func (s *Server) consoleRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /_sim/devices/{id}/console", func(w http.ResponseWriter, r *http.Request) {
 		lines := s.Console(r.PathValue("id"))

@@ -36,6 +36,13 @@ const (
 	FaultEIPSlowAssign   = "eip_slow_assign"  // assignments show on reservation/device Duration late; or Message → 422
 	FaultBGP             = "bgp"              // Target config|session → 422, neighbors → empty
 	FaultAuth            = "auth"             // Token rotated → 401; ProjectID forbidden → 403
+
+	// FaultHostDown is for the boot emulation (bootemu): the operating system of ResourceID (or of
+	// every device carrying Tag) stops answering, as a hung kernel or a dead disk would, while the
+	// device stays active in the API. Its Node goes NotReady. Every boot (reboot, power-on,
+	// reinstall) counts as one firing: the host comes back up at the Count-th boot after the
+	// fault, or never while the fault exists when Count is 0.
+	FaultHostDown = "host_down"
 )
 
 // Fault is one injected misbehaviour. Scope fields narrow where it applies;
@@ -304,6 +311,18 @@ func (fs *faultSet) take(c faultCall, kinds ...string) (Fault, bool) {
 		return *f, true
 	}
 	return Fault{}, false
+}
+
+// holds reports whether a fault of kind applies to c, without counting a firing.
+func (fs *faultSet) holds(c faultCall, kind string) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, f := range fs.faults {
+		if f.Kind == kind && f.matches(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func kindIn(kind string, kinds []string) bool {

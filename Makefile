@@ -350,7 +350,7 @@ IMAGE_ARCHIVE := $(IMAGE_DIR)/$(IMAGE_NAME)-$(IMAGE_TAG).oci.tar
 IMAGE_LDFLAGS := -s -w -X sigs.k8s.io/cluster-api-provider-packet/pkg/version.version=$(IMAGE_TAG)
 IMAGE_DESCRIPTION := Cluster API infrastructure provider for Packet (Equinix Metal)
 RELEASE_IMAGE_ARCHIVE := $(RELEASE_DIR)/$(notdir $(IMAGE_ARCHIVE))
-TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers private-network emlb
+TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers private-network emlb remediation
 
 # kustomize writes "${SPOT_PRICE_MAX:=0.50}" unquoted, and clusterctl's 0.50 would then be a YAML
 # float, which a Quantity field refuses: quote the variables that stand for quantities.

@@ -102,7 +102,7 @@ func flavours() []string {
 var _ = Describe("Template flavours", func() {
 	It("finds the flavours in the provider's repository", func() {
 		Expect(flavours()).To(ContainElement(""), "cluster-template.yaml is in the repository")
-		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar", "private-network", "emlb"))
+		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar", "private-network", "emlb", "remediation"))
 	})
 	// Every flavour at once, each in a namespace of its own: the clusters come up and go away
 	// side by side, which is also what a management cluster serving several teams sees.

@@ -291,6 +291,8 @@ type Fault struct {
 	Probability float64 `json:"probability,omitempty"`
 	Status      int     `json:"status,omitempty"`
 	RetryAfter  int     `json:"retry_after,omitempty"`
+	ResourceID  string  `json:"resource_id,omitempty"`
+	Count       int     `json:"count,omitempty"`
 }
 
 // InjectFault adds a fault and returns its id.

@@ -2,10 +2,10 @@ package scope
 
 import (
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -95,5 +95,5 @@ func withJitter(d time.Duration) time.Duration {
 	if d <= 0 {
 		d = time.Second
 	}
-	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+	return wait.Jitter(d, 0.2)
 }

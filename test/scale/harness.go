@@ -29,10 +29,12 @@ type harness struct {
 	workDir    string
 	kubeconfig string
 
-	managerBin  string
-	manager     *exec.Cmd
-	managerLogs []string
-	metricsAddr string
+	managerBin string
+	manager    *exec.Cmd
+	// managerExited is closed once the running manager's Wait returned.
+	managerExited chan struct{}
+	managerLogs   []string
+	metricsAddr   string
 	// controllerManager runs kube-controller-manager, when the options name one.
 	controllerManager *exec.Cmd
 	// usage is the resource usage of every manager process that has exited.
@@ -141,8 +143,9 @@ func (h *harness) startManager(ctx context.Context) error {
 		_ = logFile.Close()
 		return fmt.Errorf("starting %s: %w", h.managerBin, err)
 	}
-	h.manager, h.managerLogs = cmd, append(h.managerLogs, logPath)
-	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	exited := make(chan struct{})
+	h.manager, h.managerExited, h.managerLogs = cmd, exited, append(h.managerLogs, logPath)
+	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(exited) }()
 	return waitHTTP(ctx, "http://127.0.0.1:"+strconv.Itoa(healthPort)+"/readyz", time.Minute)
 }
 
@@ -153,15 +156,11 @@ func (h *harness) stopManager(sig syscall.Signal) {
 		return
 	}
 	_ = h.manager.Process.Signal(sig)
-	deadline := time.Now().Add(30 * time.Second)
-	for h.manager.ProcessState == nil && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if h.manager.ProcessState == nil {
+	select {
+	case <-h.managerExited:
+	case <-time.After(30 * time.Second):
 		_ = h.manager.Process.Kill()
-		for h.manager.ProcessState == nil {
-			time.Sleep(50 * time.Millisecond)
-		}
+		<-h.managerExited
 	}
 	if ru, ok := h.manager.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		h.cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())

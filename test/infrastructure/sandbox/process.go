@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // process is one supervised child: its own process group, log file and pid file.
@@ -162,10 +165,7 @@ func Down(stateDir string) ([]string, error) {
 	if pid := livePid(filepath.Join(pidDir, supervisorName+".pid")); pid != 0 {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		stopped = append(stopped, fmt.Sprintf("%s (pid %d)", supervisorName, pid))
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
-			time.Sleep(200 * time.Millisecond)
-		}
+		waitExited(pid, 60*time.Second, 200*time.Millisecond)
 	}
 	entries, err := os.ReadDir(pidDir)
 	if err != nil {
@@ -180,10 +180,7 @@ func Down(stateDir string) ([]string, error) {
 			name := strings.TrimSuffix(e.Name(), ".pid")
 			_ = syscall.Kill(-pid, syscall.SIGTERM)
 			_ = syscall.Kill(pid, syscall.SIGTERM)
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
-				time.Sleep(100 * time.Millisecond)
-			}
+			waitExited(pid, 10*time.Second, 100*time.Millisecond)
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			stopped = append(stopped, fmt.Sprintf("%s (pid %d)", name, pid))
@@ -191,6 +188,13 @@ func Down(stateDir string) ([]string, error) {
 		_ = os.Remove(path)
 	}
 	return stopped, nil
+}
+
+// waitExited waits up to timeout for the process pid to be gone, looking every interval.
+func waitExited(pid int, timeout, interval time.Duration) {
+	_ = wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(context.Context) (bool, error) {
+		return syscall.Kill(pid, 0) != nil, nil
+	})
 }
 
 // writeLauncher writes c's command line as a shell script that runs it in the foreground, logging

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
@@ -65,9 +66,14 @@ func (r *PacketRemediationReconciler) SetupWithManager(ctx context.Context, mgr 
 		Complete(r)
 }
 
-// machineToRemediation maps a Machine to the PacketRemediation of the same name, if there is one.
+// machineToRemediation maps a Machine to the PacketRemediation of the same name, if there is one
+// or if the Machine still carries the ExternallyRemediated condition (its request is gone and the
+// condition may be cleared once the Machine is healthy).
 func (r *PacketRemediationReconciler) machineToRemediation(ctx context.Context, o client.Object) []reconcile.Request {
 	key := client.ObjectKeyFromObject(o)
+	if m, ok := o.(*clusterv1.Machine); ok && conditions.Has(m, clusterv1.MachineExternallyRemediatedCondition) {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
 	if err := r.Client.Get(ctx, key, &infrav1.PacketRemediation{}); err != nil {
 		return nil
 	}
@@ -79,7 +85,12 @@ func (r *PacketRemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	log := ctrl.LoggerFrom(ctx)
 	rem := &infrav1.PacketRemediation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rem); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			// The MachineHealthCheck deletes the request once the Machine is healthy again,
+			// maybe before this controller saw it healthy.
+			return ctrl.Result{}, r.clearMachineCondition(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	// The MachineHealthCheck deletes the request once the Machine is healthy; an ended one is
 	// kept as it is for the record.
@@ -144,8 +155,57 @@ func (r *PacketRemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		log.V(4).Info("The cached PacketRemediation is behind the API server; looking again")
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
-	return remediation.NewService(remediation.Params{Client: r.Client, Remediation: rem, Machine: ms,
+	res, err := remediation.NewService(remediation.Params{Client: r.Client, Remediation: rem, Machine: ms,
 		Poll: r.Poll, Now: r.Now}).Reconcile(ctx)
+	if perr := r.reflectOnMachine(ctx, machine, rem); perr != nil {
+		err = kerrors.NewAggregate([]error{err, perr})
+	}
+	return res, err
+}
+
+// reflectOnMachine keeps the Machine's ExternallyRemediated condition in step with the request.
+// Cluster API's MachineHealthCheck sets it False (WaitingForRemediation) when it creates the
+// request and leaves it to the external remediation from then on: False with the current step's
+// reason and message while the remediation runs or after it stopped, removed once the Machine is
+// healthy again.
+func (r *PacketRemediationReconciler) reflectOnMachine(ctx context.Context, m *clusterv1.Machine, rem *infrav1.PacketRemediation) error {
+	helper, err := patch.NewHelper(m, r.Client)
+	if err != nil {
+		return err
+	}
+	state := conditions.Get(rem, infrav1.StepSucceededCondition)
+	if rem.Status.Phase == infrav1.RemediationPhaseStopped || state == nil {
+		state = conditions.Get(rem, infrav1.RemediationSucceededCondition)
+	}
+	switch {
+	case rem.Status.Phase == infrav1.RemediationPhaseSucceeded:
+		conditions.Delete(m, clusterv1.MachineExternallyRemediatedCondition)
+	case state != nil:
+		conditions.Set(m, metav1.Condition{Type: clusterv1.MachineExternallyRemediatedCondition, Status: metav1.ConditionFalse,
+			Reason: state.Reason, Message: state.Message})
+	default:
+		return nil
+	}
+	return helper.Patch(ctx, m, patch.WithOwnedConditions{Conditions: []string{clusterv1.MachineExternallyRemediatedCondition}})
+}
+
+// clearMachineCondition removes the ExternallyRemediated condition of a healthy Machine whose
+// request is gone.
+func (r *PacketRemediationReconciler) clearMachineCondition(ctx context.Context, key client.ObjectKey) error {
+	m := &clusterv1.Machine{}
+	if err := r.Client.Get(ctx, key, m); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if m.Spec.InfrastructureRef.Kind != "PacketMachine" || !conditions.Has(m, clusterv1.MachineExternallyRemediatedCondition) ||
+		!remediation.MachineHealthy(m, time.Time{}) {
+		return nil
+	}
+	helper, err := patch.NewHelper(m, r.Client)
+	if err != nil {
+		return err
+	}
+	conditions.Delete(m, clusterv1.MachineExternallyRemediatedCondition)
+	return helper.Patch(ctx, m, patch.WithOwnedConditions{Conditions: []string{clusterv1.MachineExternallyRemediatedCondition}})
 }
 
 // machineFor returns the remediated Machine: the owner the MachineHealthCheck set, else the

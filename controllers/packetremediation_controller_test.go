@@ -57,10 +57,13 @@ var _ = Describe("PacketRemediation", func() {
 		Eventually(func() int32 { return getRemediation(rem).Status.Reboots }, eventually).Should(Equal(int32(1)))
 		Expect(actionCalls(dev.ID, "reboot")).To(Equal(1))
 		Eventually(eventReasons(rem), eventually).Should(ContainElement(infrav1.RebootRequestedReason))
+		Eventually(externallyRemediatedReason(mc.ns, "w1"), eventually).Should(Equal(infrav1.RebootRequestedReason),
+			"the Machine's ExternallyRemediated condition follows the step")
 
 		setHealthCheck(mc.ns, "w1", metav1.ConditionTrue)
 		Eventually(func() infrav1.RemediationPhase { return getRemediation(rem).Status.Phase }, eventually).
 			Should(Equal(infrav1.RemediationPhaseSucceeded))
+		Eventually(externallyRemediatedReason(mc.ns, "w1"), eventually).Should(BeEmpty(), "removed once the Machine is healthy")
 		got := getRemediation(rem)
 		Expect(got.Status.Reboots).To(Equal(int32(1)))
 		Expect(got.Status.Reinstalls).To(BeZero())
@@ -71,6 +74,19 @@ var _ = Describe("PacketRemediation", func() {
 		Expect(devicesOf(pm)[0].ID).To(Equal(dev.ID))
 		Expect(actionCalls(dev.ID, "reboot")).To(Equal(1))
 		Expect(actionCalls(dev.ID, "reinstall")).To(BeZero())
+	})
+
+	It("clears the Machine's ExternallyRemediated condition when the MachineHealthCheck deletes the request first", func() {
+		unhealthyMachine("w4", machineOpts{})
+		rem := createRemediation(mc, "w4", nil)
+		Eventually(externallyRemediatedReason(mc.ns, "w4"), eventually).Should(Equal(infrav1.RebootRequestedReason))
+		// What Cluster API's MachineHealthCheck does for a healthy Machine: delete the request,
+		// then mark the Machine healthy.
+		Expect(k8sClient.Delete(ctx, rem)).To(Succeed())
+		Consistently(externallyRemediatedReason(mc.ns, "w4"), 2*time.Second).Should(Equal(infrav1.RebootRequestedReason),
+			"not cleared while the Machine is unhealthy")
+		setHealthCheck(mc.ns, "w4", metav1.ConditionTrue)
+		Eventually(externallyRemediatedReason(mc.ns, "w4"), eventually).Should(BeEmpty())
 	})
 
 	It("powers on a worker whose device was powered off, as its reboot", func() {
@@ -122,6 +138,7 @@ var _ = Describe("PacketRemediation", func() {
 		m := getMachine(mc.ns, "w2")
 		Expect(conditions.IsFalse(m, clusterv1.MachineOwnerRemediatedCondition)).To(BeTrue())
 		Expect(conditions.GetReason(m, clusterv1.MachineOwnerRemediatedCondition)).To(Equal(clusterv1.MachineOwnerRemediatedWaitingForRemediationReason))
+		Expect(conditions.GetReason(m, clusterv1.MachineExternallyRemediatedCondition)).To(Equal(infrav1.MachineReplacementRequestedReason))
 		Expect(devicesOf(pm)).To(HaveLen(1))
 		Eventually(eventReasons(rem), eventually).Should(ContainElements(infrav1.RebootRequestedReason, infrav1.StepTimedOutReason,
 			infrav1.ReinstallRequestedReason, infrav1.MachineReplacementRequestedReason))
@@ -142,6 +159,7 @@ var _ = Describe("PacketRemediation", func() {
 		Expect(got.Status.Reboots).To(Equal(int32(2)))
 		Expect(got.Status.Reinstalls).To(Equal(int32(1)))
 		Expect(conditions.GetReason(got, infrav1.RemediationSucceededCondition)).To(Equal(infrav1.ControlPlaneNotReplacedReason))
+		Eventually(externallyRemediatedReason(mc.ns, "cp1"), eventually).Should(Equal(infrav1.ControlPlaneNotReplacedReason))
 		Expect(actionCalls(dev.ID, "reboot")).To(Equal(2))
 		Expect(actionCalls(dev.ID, "reinstall")).To(Equal(1))
 		Expect(conditions.Get(getMachine(mc.ns, "cp1"), clusterv1.MachineOwnerRemediatedCondition)).To(BeNil())
@@ -158,6 +176,17 @@ var _ = Describe("PacketRemediation", func() {
 		Consistently(func() string { return getRemediation(rem).ResourceVersion }, time.Second).Should(Equal(got.ResourceVersion))
 	})
 })
+
+// externallyRemediatedReason returns the reason of the Machine's ExternallyRemediated condition,
+// "" when it has none.
+func externallyRemediatedReason(ns, name string) func() string {
+	return func() string {
+		if c := conditions.Get(getMachine(ns, name), clusterv1.MachineExternallyRemediatedCondition); c != nil {
+			return c.Reason
+		}
+		return ""
+	}
+}
 
 func getMachine(ns, name string) *clusterv1.Machine {
 	m := &clusterv1.Machine{}

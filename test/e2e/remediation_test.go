@@ -98,6 +98,12 @@ var _ = Describe("Remediation", func() {
 		GinkgoWriter.Printf("remediation: powered-off worker to Node Ready again by reboot in %s\n", rebootRepair.Round(time.Second))
 		Expect(remediationEvents(ctx, ns, off.Name)).To(ContainElement(infrav1.RebootRequestedReason))
 		Expect(providerIDOf(ctx, off)).To(Equal(off.Spec.ProviderID), "same device")
+		Eventually(func(g Gomega) {
+			m := &clusterv1.Machine{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(off), m)).To(Succeed())
+			g.Expect(conditionOf(m.Status.Conditions, clusterv1.MachineExternallyRemediatedCondition)).To(BeNil(),
+				"the provider removes ExternallyRemediated from a repaired Machine")
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 
 		By("(b) the failing worker goes through reboot and reinstall to replace; its device is deleted")
 		var replaced time.Time

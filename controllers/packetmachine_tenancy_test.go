@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,6 +92,9 @@ var _ = Describe("Deleting a cluster's credentials Secret with everything else, 
 			return s.Finalizers
 		}
 		Eventually(secretFinalizers, eventually).Should(ConsistOf(scope.CredentialsFinalizer(mc.name)))
+		s := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, key, s)).To(Succeed())
+		Expect(s.Labels).To(HaveKeyWithValue(clusterctlv1.ClusterctlMoveLabel, ""), "clusterctl move takes the Secret along")
 
 		pm := mc.createMachine("cp", machineOpts{controlPlane: true})
 		isProvisioned(pm)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -38,13 +40,32 @@ func CredentialsFinalizer(name string) string {
 }
 
 // HoldCredentials puts the PacketCluster's finalizer on its credentials Secret, if it has a
-// credentialsRef and the Secret lacks it. creds come from ResolveCredentials, which read the
-// Secret just now.
+// credentialsRef and the Secret lacks it, together with clusterctl's move label: `clusterctl
+// move` takes a Secret along only when a moved object owns it or it carries that label, and an
+// owner reference would have Kubernetes delete the user's Secret with the last cluster using it.
+// creds come from ResolveCredentials, which read the Secret just now.
 func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketCluster, creds Credentials) error {
-	if pc.Spec.CredentialsRef == nil || creds.secret == nil || slices.Contains(creds.secret.Finalizers, CredentialsFinalizer(pc.Name)) {
+	if pc.Spec.CredentialsRef == nil || creds.secret == nil {
 		return nil
 	}
-	return patchSecretFinalizers(ctx, c, creds.secret, append(slices.Clone(creds.secret.Finalizers), CredentialsFinalizer(pc.Name)))
+	secret := creds.secret
+	_, labelled := secret.Labels[clusterctlv1.ClusterctlMoveLabel]
+	held := slices.Contains(secret.Finalizers, CredentialsFinalizer(pc.Name))
+	if labelled && held {
+		return nil
+	}
+	base := secret.DeepCopy()
+	if !held {
+		secret.Finalizers = append(slices.Clone(secret.Finalizers), CredentialsFinalizer(pc.Name))
+	}
+	if !labelled {
+		secret.Labels = maps.Clone(secret.Labels)
+		if secret.Labels == nil {
+			secret.Labels = map[string]string{}
+		}
+		secret.Labels[clusterctlv1.ClusterctlMoveLabel] = ""
+	}
+	return patchSecretMetadata(ctx, c, base, secret)
 }
 
 // ReleaseCredentials takes the PacketCluster's finalizer off its credentials Secret, once the
@@ -62,14 +83,14 @@ func ReleaseCredentials(ctx context.Context, c client.Client, reader client.Read
 	if !slices.Contains(secret.Finalizers, held) {
 		return nil
 	}
-	return patchSecretFinalizers(ctx, c, secret, slices.DeleteFunc(slices.Clone(secret.Finalizers), func(f string) bool { return f == held }))
+	base := secret.DeepCopy()
+	secret.Finalizers = slices.DeleteFunc(slices.Clone(secret.Finalizers), func(f string) bool { return f == held })
+	return patchSecretMetadata(ctx, c, base, secret)
 }
 
-// patchSecretFinalizers writes the Secret's finalizers, failing with a conflict if the Secret
-// changed since it was read, so that another writer's finalizer is never dropped.
-func patchSecretFinalizers(ctx context.Context, c client.Client, secret *metav1.PartialObjectMetadata, finalizers []string) error {
-	base := secret.DeepCopy()
-	secret.Finalizers = finalizers
+// patchSecretMetadata writes the changes from base to secret, failing with a conflict if the
+// Secret changed since it was read, so that another writer's finalizer is never dropped.
+func patchSecretMetadata(ctx context.Context, c client.Client, base, secret *metav1.PartialObjectMetadata) error {
 	err := c.Patch(ctx, secret, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -1,6 +1,8 @@
 // Package controllers holds the provider's reconcilers. They are thin: each runs Cluster API's
-// canonical preamble (owner, finalizer, patch helper, paused) and hands the work to a scope and
-// the services in pkg/services.
+// canonical preamble in this order — get the object, find its owner, ensure the finalizer, set
+// the Paused condition (and stop while paused), then build a scope whose patch helper patches
+// the object once on the way out — and hands the work to the services in pkg/services.
+// docs/architecture.md follows each reconcile down to the Packet call.
 package controllers
 
 import (

@@ -169,22 +169,32 @@ func (r *PacketRemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 // reason and message while the remediation runs or after it stopped, removed once the Machine is
 // healthy again.
 func (r *PacketRemediationReconciler) reflectOnMachine(ctx context.Context, m *clusterv1.Machine, rem *infrav1.PacketRemediation) error {
-	helper, err := patch.NewHelper(m, r.Client)
-	if err != nil {
-		return err
+	if rem.Status.Phase == infrav1.RemediationPhaseSucceeded {
+		return r.setExternallyRemediated(ctx, m, nil)
 	}
 	state := conditions.Get(rem, infrav1.StepSucceededCondition)
 	if rem.Status.Phase == infrav1.RemediationPhaseStopped || state == nil {
 		state = conditions.Get(rem, infrav1.RemediationSucceededCondition)
 	}
-	switch {
-	case rem.Status.Phase == infrav1.RemediationPhaseSucceeded:
+	if state == nil {
+		return nil
+	}
+	return r.setExternallyRemediated(ctx, m, state)
+}
+
+// setExternallyRemediated sets the Machine's ExternallyRemediated condition False with state's
+// reason and message, or removes it when state is nil. The patch helper writes nothing when
+// the condition is already so.
+func (r *PacketRemediationReconciler) setExternallyRemediated(ctx context.Context, m *clusterv1.Machine, state *metav1.Condition) error {
+	helper, err := patch.NewHelper(m, r.Client)
+	if err != nil {
+		return err
+	}
+	if state == nil {
 		conditions.Delete(m, clusterv1.MachineExternallyRemediatedCondition)
-	case state != nil:
+	} else {
 		conditions.Set(m, metav1.Condition{Type: clusterv1.MachineExternallyRemediatedCondition, Status: metav1.ConditionFalse,
 			Reason: state.Reason, Message: state.Message})
-	default:
-		return nil
 	}
 	return helper.Patch(ctx, m, patch.WithOwnedConditions{Conditions: []string{clusterv1.MachineExternallyRemediatedCondition}})
 }
@@ -200,12 +210,7 @@ func (r *PacketRemediationReconciler) clearMachineCondition(ctx context.Context,
 		!remediation.MachineHealthy(m, time.Time{}) {
 		return nil
 	}
-	helper, err := patch.NewHelper(m, r.Client)
-	if err != nil {
-		return err
-	}
-	conditions.Delete(m, clusterv1.MachineExternallyRemediatedCondition)
-	return helper.Patch(ctx, m, patch.WithOwnedConditions{Conditions: []string{clusterv1.MachineExternallyRemediatedCondition}})
+	return r.setExternallyRemediated(ctx, m, nil)
 }
 
 // machineFor returns the remediated Machine: the owner the MachineHealthCheck set, else the

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -48,25 +49,19 @@ var _ = Describe("Remediation", func() {
 
 		By("(c) a control plane whose host stops answering is rebooted; the Cluster stays Available throughout")
 		cp := controlPlaneWithoutEndpoint(ctx, ns, name, pc.Spec.ControlPlaneEndpoint.Host)
-		cpDevice := cp.Spec.ProviderID[len(infrav1.ProviderIDPrefix):]
+		cpDevice := machineDeviceID(cp)
 		controlPlanes := machineNames(ctx, ns, name, true)
 		_, err := sim.InjectFault(ctx, Fault{Kind: "host_down", ResourceID: cpDevice, Count: 1})
 		Expect(err).NotTo(HaveOccurred())
 		failed := time.Now()
-		seen, unavailable := false, ""
-		Eventually(func(g Gomega) {
+		unavailable := ""
+		waitRepaired(ctx, wc, cp, func(g Gomega) {
 			c := &clusterv1.Cluster{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
-			if cond := conditionOf(c.Status.Conditions, clusterv1.AvailableCondition); unavailable == "" && (cond == nil || cond.Status != metav1.ConditionTrue) {
+			if cond := conditions.Get(c, clusterv1.AvailableCondition); unavailable == "" && (cond == nil || cond.Status != metav1.ConditionTrue) {
 				unavailable = fmt.Sprintf("%v", cond)
 			}
-			rem := &infrav1.PacketRemediation{}
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cp.Name}, rem)
-			seen = seen || err == nil
-			g.Expect(seen).To(BeTrue(), "the MachineHealthCheck asks for a PacketRemediation of %s", cp.Name)
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the MachineHealthCheck deletes the request once %s is healthy again", cp.Name)
-			g.Expect(nodeReadyOf(ctx, g, wc, cp)).To(Equal(corev1.ConditionTrue))
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
+		})
 		GinkgoWriter.Printf("remediation: hung control plane to Node Ready again by reboot in %s\n", time.Since(failed).Round(time.Second))
 		Expect(unavailable).To(BeEmpty(), "the Cluster was not Available at some point while a control plane was being repaired")
 		Expect(remediationEvents(ctx, ns, cp.Name)).To(ContainElement(infrav1.RebootRequestedReason))
@@ -77,23 +72,15 @@ var _ = Describe("Remediation", func() {
 		workers := workerMachines(ctx, ns, name)
 		Expect(workers).To(HaveLen(2))
 		off, broken := workers[0], workers[1]
-		offDevice := off.Spec.ProviderID[len(infrav1.ProviderIDPrefix):]
-		brokenDevice := broken.Spec.ProviderID[len(infrav1.ProviderIDPrefix):]
+		offDevice := machineDeviceID(off)
+		brokenDevice := machineDeviceID(broken)
 		Expect(sim.DeviceAction(ctx, offDevice, "power_off")).To(Succeed())
 		_, err = sim.InjectFault(ctx, Fault{Kind: "host_down", ResourceID: brokenDevice})
 		Expect(err).NotTo(HaveOccurred())
 		failed = time.Now()
 
 		By("(a) the powered-off worker is powered on by its remediation: same device, same Machine")
-		seen = false
-		Eventually(func(g Gomega) {
-			rem := &infrav1.PacketRemediation{}
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: off.Name}, rem)
-			seen = seen || err == nil
-			g.Expect(seen).To(BeTrue(), "the MachineHealthCheck asks for a PacketRemediation of %s", off.Name)
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the request is deleted once %s is healthy again", off.Name)
-			g.Expect(nodeReadyOf(ctx, g, wc, off)).To(Equal(corev1.ConditionTrue))
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
+		waitRepaired(ctx, wc, off, nil)
 		rebootRepair := time.Since(failed)
 		GinkgoWriter.Printf("remediation: powered-off worker to Node Ready again by reboot in %s\n", rebootRepair.Round(time.Second))
 		Expect(remediationEvents(ctx, ns, off.Name)).To(ContainElement(infrav1.RebootRequestedReason))
@@ -101,7 +88,7 @@ var _ = Describe("Remediation", func() {
 		Eventually(func(g Gomega) {
 			m := &clusterv1.Machine{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(off), m)).To(Succeed())
-			g.Expect(conditionOf(m.Status.Conditions, clusterv1.MachineExternallyRemediatedCondition)).To(BeNil(),
+			g.Expect(conditions.Get(m, clusterv1.MachineExternallyRemediatedCondition)).To(BeNil(),
 				"the provider removes ExternallyRemediated from a repaired Machine")
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 
@@ -145,7 +132,7 @@ func controlPlaneWithoutEndpoint(ctx context.Context, ns, cluster, endpoint stri
 		if m.Spec.ProviderID == "" {
 			continue
 		}
-		d, err := sim.Device(ctx, m.Spec.ProviderID[len(infrav1.ProviderIDPrefix):])
+		d, err := sim.Device(ctx, machineDeviceID(m))
 		Expect(err).NotTo(HaveOccurred())
 		if !slices.ContainsFunc(d.Network, func(ip IP) bool { return ip.Address == endpoint }) {
 			return m
@@ -209,11 +196,25 @@ func remediationEvents(ctx context.Context, ns, name string) []string {
 	return out
 }
 
-func conditionOf(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
+// waitRepaired waits until the MachineHealthCheck has asked for a PacketRemediation of m and
+// deleted it again, and m's Node is Ready. also, when not nil, runs first on every look.
+func waitRepaired(ctx context.Context, wc client.Client, m *clusterv1.Machine, also func(Gomega)) {
+	seen := false
+	Eventually(func(g Gomega) {
+		if also != nil {
+			also(g)
 		}
-	}
-	return nil
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(m), &infrav1.PacketRemediation{})
+		seen = seen || err == nil
+		g.Expect(seen).To(BeTrue(), "the MachineHealthCheck asks for a PacketRemediation of %s", m.Name)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the MachineHealthCheck deletes the request once %s is healthy again", m.Name)
+		g.Expect(nodeReadyOf(ctx, g, wc, m)).To(Equal(corev1.ConditionTrue))
+	}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
+}
+
+// machineDeviceID is the device UUID in the Machine's providerID.
+func machineDeviceID(m *clusterv1.Machine) string {
+	id, err := infrav1.ParseProviderID(m.Spec.ProviderID)
+	Expect(err).NotTo(HaveOccurred())
+	return id
 }

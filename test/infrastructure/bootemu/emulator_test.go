@@ -36,6 +36,29 @@ func bootControlPlane(t *testing.T, e *env, c *cluster, eip string) (string, cli
 	return id, c.client(t)
 }
 
+// runningCluster boots a cluster's first control plane behind its elastic IP and gives it the
+// bootstrap token testToken, so that workers can join.
+func runningCluster(t *testing.T, name string) (*env, *cluster, client.Client) {
+	t.Helper()
+	e := newEnv(t)
+	eip := e.reserveElasticIP()
+	c := newCluster(t, name, eip)
+	_, wc := bootControlPlane(t, e, c, eip)
+	createToken(t, wc)
+	return e, c, wc
+}
+
+// rebootAndWait reboots a device through the Packet API and lets the emulated reboot (5 s in
+// these tests) run its course.
+func (e *env) rebootAndWait(id string) {
+	e.t.Helper()
+	if _, err := e.metal.Devices.Reboot(id); err != nil {
+		e.t.Fatal(err)
+	}
+	e.settle(time.Second)
+	e.settle(10 * time.Second)
+}
+
 func nodes(t testing.TB, wc client.Client) map[string]corev1.Node {
 	t.Helper()
 	list := &corev1.NodeList{}
@@ -157,11 +180,7 @@ func TestWorkersJoinWithTheRightTokenAndCAHashOnly(t *testing.T) {
 }
 
 func TestNodesFollowPowerAndDeletion(t *testing.T) {
-	e := newEnv(t)
-	eip := e.reserveElasticIP()
-	c := newCluster(t, "gamma", eip)
-	_, wc := bootControlPlane(t, e, c, eip)
-	createToken(t, wc)
+	e, c, wc := runningCluster(t, "gamma")
 	w := e.createDevice("gamma-worker", c.worker(t, testToken, c.caHash()))
 	e.settle(boot)
 
@@ -298,11 +317,7 @@ func TestBrokenUserDataBootsNoNodeAndSaysWhy(t *testing.T) {
 // A host_down fault hangs the operating system of an active device; each boot counts against it,
 // and the host answers again at the boot the fault's Count allows.
 func TestAHungHostComesBackAtTheBootItsFaultAllows(t *testing.T) {
-	e := newEnv(t)
-	eip := e.reserveElasticIP()
-	c := newCluster(t, "delta", eip)
-	_, wc := bootControlPlane(t, e, c, eip)
-	createToken(t, wc)
+	e, c, wc := runningCluster(t, "delta")
 	w := e.createDevice("delta-worker", c.worker(t, testToken, c.caHash()))
 	e.settle(boot)
 
@@ -315,11 +330,7 @@ func TestAHungHostComesBackAtTheBootItsFaultAllows(t *testing.T) {
 		t.Fatalf("a hung host's device is %s, want still active", d.State)
 	}
 	for boot, want := range []corev1.ConditionStatus{corev1.ConditionUnknown, corev1.ConditionTrue} {
-		if _, err := e.metal.Devices.Reboot(w); err != nil {
-			t.Fatal(err)
-		}
-		e.settle(time.Second)
-		e.settle(10 * time.Second)
+		e.rebootAndWait(w)
 		if got := ready(nodes(t, wc)["delta-worker"]); got != want {
 			t.Fatalf("after reboot %d the worker's node Ready = %q, want %q; console:\n%s", boot+1, got, want, e.console(w))
 		}
@@ -329,11 +340,7 @@ func TestAHungHostComesBackAtTheBootItsFaultAllows(t *testing.T) {
 // Packet's reinstall rewrites the disk: the boot after it reads the device's user-data again, so a
 // device whose first user-data could not join joins with the user-data it was given since.
 func TestReinstallBootsTheUserDataAgain(t *testing.T) {
-	e := newEnv(t)
-	eip := e.reserveElasticIP()
-	c := newCluster(t, "epsilon", eip)
-	_, wc := bootControlPlane(t, e, c, eip)
-	createToken(t, wc)
+	e, c, wc := runningCluster(t, "epsilon")
 	w := e.createDevice("epsilon-worker", c.worker(t, testToken, "sha256:"+strings.Repeat("0", 64)))
 	e.settle(boot)
 	if _, ok := nodes(t, wc)["epsilon-worker"]; ok {
@@ -371,11 +378,7 @@ func TestReinstallBootsTheUserDataAgain(t *testing.T) {
 	if got := ready(nodes(t, wc)["epsilon-worker"]); got != corev1.ConditionUnknown {
 		t.Fatalf("a hung host came back without a boot: Ready = %q", got)
 	}
-	if _, err := e.metal.Devices.Reboot(w); err != nil {
-		t.Fatal(err)
-	}
-	e.settle(time.Second)
-	e.settle(10 * time.Second)
+	e.rebootAndWait(w)
 	if got := ready(nodes(t, wc)["epsilon-worker"]); got != corev1.ConditionTrue {
 		t.Fatalf("after the fault ended and a reboot the worker's node Ready = %q, want True; console:\n%s", got, e.console(w))
 	}

@@ -121,14 +121,18 @@ func runLifecycle(ctx context.Context, b *testing.B, env *helpers.TestEnvironmen
 			Spec: clusterv1.MachineSpec{ClusterName: "c1", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "PacketMachine", Name: name}}}
 		must(b, c.Create(ctx, m))
+		// The identity is given up front (as a moved PacketMachine brings it) so the fault below
+		// can name the device's tag before the device exists.
+		identity := fmt.Sprintf("bench-%s-%d", ns.Name, i)
 		pm := &infrav1.PacketMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Labels: labels,
+			Annotations:     map[string]string{infrav1.MachineIdentityAnnotation: identity},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: m.UID}}},
 			Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86"}}
 		must(b, c.Create(ctx, pm))
 		// Real devices wait in the queue for different times; hold each for 0-60 s more than
 		// the profile's 30 s, so polls fall at different phases of provisioning.
 		s.InjectFault(packetsim.Fault{Kind: packetsim.FaultDeviceStuck, State: "queued", Count: 1,
-			Tag: infrav1.MachineUIDTag(string(pm.UID)), Duration: timing.Queued + time.Duration(rng.Int64N(int64(time.Minute)))})
+			Tag: infrav1.MachineTag(identity), Duration: timing.Queued + time.Duration(rng.Int64N(int64(time.Minute)))})
 		// Machines arrive 7 s apart.
 		machines = append(machines, &benchMachine{key: client.ObjectKeyFromObject(pm), controlPlane: i < controlPlanes,
 			next: start.Add(time.Duration(i) * 7 * time.Second)})

@@ -47,8 +47,10 @@ var _ = Describe("PacketMachine reconciler", func() {
 		Expect(dev.IPXEScriptURL).To(BeEmpty())
 		Expect(dev.CustomData).To(HaveKeyWithValue("role", "worker"))
 		Expect(dev.Tags).To(Equal([]string{
-			infrav1.MachineUIDTag(string(pm.UID)), infrav1.ClusterTag(mc.ns, "c1"), infrav1.RoleTag(false), "team:infra", "env:test",
+			infrav1.MachineTag(pm.Annotations[infrav1.MachineIdentityAnnotation]), infrav1.ClusterTag(mc.ns, "c1"), infrav1.RoleTag(false), "team:infra", "env:test",
 		}))
+		Expect(pm.Annotations[infrav1.MachineIdentityAnnotation]).To(HaveLen(36), "a random UUID, not the UID or the name")
+		Expect(pm.Annotations[infrav1.MachineIdentityAnnotation]).NotTo(Equal(string(pm.UID)))
 		// The public key is registered once as a project key, found by fingerprint next time.
 		fp, err := sshkeys.Fingerprint(testPublicKey)
 		Expect(err).NotTo(HaveOccurred())

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -83,6 +85,67 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 		Eventually(func() string { return getPM(pm).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + dev.ID))
 		Expect(devicesOf(pm)).To(HaveLen(1))
 		Expect(createsFor(pm)).To(Equal(1))
+	})
+
+	It("keeps one device when a PacketMachine moved mid-create comes back with a new UID", func() {
+		const filter = "moved"
+		mc := newFilteredMachineCluster(infrav1.PacketClusterSpec{}, filter)
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultListLag, Count: 1, Duration: 20 * time.Second})
+
+		By("a create that reaches Packet, its answer never read")
+		stop1, done1 := startMachineManager(filter, &stallingProvider{ClientProvider: factory})
+		pm := mc.createMachine("moved", machineOpts{})
+		dev := oneDevice(pm)
+		stop1()
+		Eventually(done1, eventually).Should(BeClosed())
+		before := getPM(pm)
+		Expect(before.Annotations).To(HaveKey(device.CreateStartedAnnotation))
+		Expect(dev.Tags).To(ContainElement(infrav1.MachineTag(before.Annotations[infrav1.MachineIdentityAnnotation])))
+
+		By("clusterctl move: the object is created again from its spec and metadata, with a new UID")
+		Expect(k8sClient.Patch(ctx, before.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+		Expect(k8sClient.Delete(ctx, before)).To(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), &infrav1.PacketMachine{}))
+		}, eventually).Should(BeTrue())
+		moved := &infrav1.PacketMachine{ObjectMeta: metav1.ObjectMeta{Name: before.Name, Namespace: before.Namespace,
+			Labels: before.Labels, Annotations: before.Annotations, OwnerReferences: before.OwnerReferences}, Spec: before.Spec}
+		Expect(k8sClient.Create(ctx, moved)).To(Succeed())
+		Expect(moved.UID).NotTo(Equal(before.UID))
+
+		stop2, done2 := startMachineManager(filter, factory)
+		defer func() { stop2(); Eventually(done2, eventually).Should(BeClosed()) }()
+		sim.Advance(21 * time.Second)
+		Eventually(func() string { return getPM(moved).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + dev.ID))
+		Expect(devicesOf(moved)).To(HaveLen(1))
+		Expect(createsFor(moved)).To(Equal(1), "the create before the move, none after it")
+	})
+
+	It("adopts a device tagged with the PacketMachine's UID, as devices were before the identity annotation", func() {
+		const filter = "legacy-uid"
+		mc := newFilteredMachineCluster(infrav1.PacketClusterSpec{}, filter)
+		pm := mc.createMachine("legacy", machineOpts{})
+		pk, err := factory.ClientFor("", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		legacy, err := pk.CreateDevice(ctx, packet.CreateDeviceRequest{ProjectID: simProject, Hostname: "pm-legacy", Plan: "c3.small.x86",
+			OS: "ubuntu_24_04", Metro: "sv", BillingCycle: "hourly",
+			Tags: []string{infrav1.MachineUIDTag(string(pm.UID)), infrav1.ClusterTag(mc.ns, mc.name), infrav1.RoleTag(false)}})
+		Expect(err).NotTo(HaveOccurred())
+		sim.Advance(time.Minute) // an old device, which every list shows
+
+		stop, done := startMachineManager(filter, factory)
+		defer func() { stop(); Eventually(done, eventually).Should(BeClosed()) }()
+		Eventually(func() string { return getPM(pm).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + legacy.ID))
+		Expect(eventReasons(pm)()).To(ContainElement("DeviceAdopted"))
+		Expect(getPM(pm).Annotations).NotTo(HaveKey(infrav1.MachineIdentityAnnotation), "no create, so no new identity")
+		Consistently(func() (ids []string) {
+			for _, d := range sim.Devices(simProject) {
+				if slices.Contains(d.Tags, infrav1.ClusterTag(mc.ns, mc.name)) {
+					ids = append(ids, d.ID)
+				}
+			}
+			return ids
+		}, time.Second).Should(ConsistOf(legacy.ID), "the cluster's only device")
 	})
 
 	It("creates again only after the confirm window when a failed create stored nothing", func() {

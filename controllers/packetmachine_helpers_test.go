@@ -179,10 +179,20 @@ func getPM(pm *infrav1.PacketMachine) *infrav1.PacketMachine {
 	return out
 }
 
+// identityTag is the tag of the PacketMachine's device, read from its current copy while it
+// exists: the identity annotation is written just before the first create.
+func identityTag(pm *infrav1.PacketMachine) string {
+	cur := &infrav1.PacketMachine{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pm), cur); err == nil {
+		pm = cur
+	}
+	return infrav1.MachineIdentityTag(pm)
+}
+
 // devicesOf returns the simulator's devices tagged for the PacketMachine.
 func devicesOf(pm *infrav1.PacketMachine) []packetsim.Device {
 	var out []packetsim.Device
-	tag := infrav1.MachineUIDTag(string(pm.UID))
+	tag := identityTag(pm)
 	for _, d := range sim.Devices(simProject) {
 		for _, t := range d.Tags {
 			if t == tag {
@@ -261,7 +271,7 @@ func (mc *machineCluster) setInfrastructureProvisioned(v bool) {
 // createsFor counts the create calls made for one PacketMachine (its tag is in the body), so
 // machines of other tests cannot disturb the count.
 func createsFor(pm *infrav1.PacketMachine) int {
-	tag := infrav1.MachineUIDTag(string(getPM(pm).UID))
+	tag := identityTag(pm)
 	n := 0
 	for _, r := range sim.Requests() {
 		if r.Route == "POST /projects/{id}/devices" && strings.Contains(r.Body, tag) {

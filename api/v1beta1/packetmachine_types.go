@@ -26,6 +26,12 @@ const CustomIPXEOS = "custom_ipxe"
 // refused: losing several at once to one price rise loses etcd quorum.
 const AllowSpotControlPlaneAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/allow-spot-control-plane"
 
+// MachineIdentityAnnotation holds the random identity of a PacketMachine's device, written
+// before the first create and tagged on the device (capp:machine:<identity>). Unlike the UID it
+// moves with the object under clusterctl move, and unlike the name it never matches a later
+// PacketMachine of the same name. The provider writes it; a template may not carry it.
+const MachineIdentityAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-identity"
+
 // PacketMachineSpec defines the desired state of a PacketMachine: the device to create.
 // Every field and JSON key of the previous provider's v1beta1 API is kept.
 type PacketMachineSpec struct {

@@ -18,7 +18,12 @@ const (
 	// ControlPlaneEndpointTagPrefix marks the elastic IP of a cluster's control-plane endpoint.
 	// It is also the eipTag the Cloud Provider for Equinix Metal looks the IP up by.
 	ControlPlaneEndpointTagPrefix = tagPrefix + "control-plane-endpoint:"
-	// MachineUIDTagPrefix marks the device of one PacketMachine: capp:machine-uid:<uid>.
+	// MachineTagPrefix marks the device of one PacketMachine: capp:machine:<id>, the random id
+	// of the PacketMachine's MachineIdentityAnnotation.
+	MachineTagPrefix = tagPrefix + "machine:"
+	// MachineUIDTagPrefix (capp:machine-uid:<uid>) marked devices created before the identity
+	// annotation existed. A UID does not survive clusterctl move, so it is only read now: a
+	// PacketMachine without the annotation still finds and keeps its device by it.
 	MachineUIDTagPrefix = tagPrefix + "machine-uid:"
 	// RoleTagPrefix says whether a device is a control plane or a worker.
 	RoleTagPrefix = tagPrefix + "role:"
@@ -46,9 +51,25 @@ func ControlPlaneEndpointTag(namespace, name string) string {
 	return boundedTag(ControlPlaneEndpointTagPrefix, namespace+"/"+name)
 }
 
-// MachineUIDTag is the tag of the device behind the PacketMachine with this UID.
+// MachineTag is the tag of the device behind the PacketMachine with this identity.
+func MachineTag(identity string) string {
+	return boundedTag(MachineTagPrefix, identity)
+}
+
+// MachineUIDTag is the tag of a device created for the PacketMachine with this UID before the
+// identity annotation existed.
 func MachineUIDTag(uid string) string {
 	return boundedTag(MachineUIDTagPrefix, uid)
+}
+
+// MachineIdentityTag is the tag that finds pm's device: MachineTag of its identity annotation,
+// or MachineUIDTag of its UID while it has none (it never sent a create, or sent it before the
+// annotation existed).
+func MachineIdentityTag(pm *PacketMachine) string {
+	if id := pm.Annotations[MachineIdentityAnnotation]; id != "" {
+		return MachineTag(id)
+	}
+	return MachineUIDTag(string(pm.UID))
 }
 
 // RoleTag is the tag saying whether a device is a control plane or a worker.

@@ -3,6 +3,8 @@ package v1beta1
 import (
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestTagsIncludeNamespaceAndStayWithinTheLimit(t *testing.T) {
@@ -28,12 +30,26 @@ func TestTagsIncludeNamespaceAndStayWithinTheLimit(t *testing.T) {
 	}
 }
 
+func TestMachineIdentityTagPrefersTheAnnotationOverTheUID(t *testing.T) {
+	pm := &PacketMachine{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}}
+	if got := MachineIdentityTag(pm); got != "capp:machine-uid:uid-1" {
+		t.Fatalf("without the annotation: %q", got)
+	}
+	pm.Annotations = map[string]string{MachineIdentityAnnotation: "id-1"}
+	if got := MachineIdentityTag(pm); got != "capp:machine:id-1" {
+		t.Fatalf("with the annotation: %q", got)
+	}
+	if strings.HasPrefix(MachineUIDTag("x"), MachineTagPrefix) {
+		t.Fatal("the two machine tag prefixes must not match each other's tags")
+	}
+}
+
 func FuzzTags(f *testing.F) {
 	f.Add("default", "my-cluster", "5a7c1f2e-0000-4000-8000-000000000001")
 	f.Add("", "", "")
 	f.Add(strings.Repeat("n", 63), strings.Repeat("c", 300), "uid")
 	f.Fuzz(func(t *testing.T, namespace, name, uid string) {
-		for _, tag := range []string{ClusterTag(namespace, name), ControlPlaneEndpointTag(namespace, name), MachineUIDTag(uid), LegacyClusterTag(name)} {
+		for _, tag := range []string{ClusterTag(namespace, name), ControlPlaneEndpointTag(namespace, name), MachineUIDTag(uid), MachineTag(uid), LegacyClusterTag(name)} {
 			if len(tag) > MaxTagLength {
 				t.Fatalf("tag longer than %d bytes: %d", MaxTagLength, len(tag))
 			}

@@ -84,7 +84,8 @@ type owners struct {
 	// creating are the cluster tags of PacketClusters not yet provisioned: their machines may
 	// not all exist yet (a cluster being created, or being moved by clusterctl).
 	creating map[string]bool
-	// machines are the machine-uid tags of every PacketMachine.
+	// machines are the machine identity tags of every PacketMachine: the identity
+	// annotation's and the UID's (devices created before the annotation carry the latter).
 	machines map[string]bool
 	// devices are the device IDs PacketMachines name in spec.providerID.
 	devices map[string]bool
@@ -134,6 +135,7 @@ func (j *Janitor) listOwners(ctx context.Context) (*owners, error) {
 	}
 	for i := range pms.Items {
 		pm := &pms.Items[i]
+		o.machines[infrav1.MachineIdentityTag(pm)] = true
 		o.machines[infrav1.MachineUIDTag(string(pm.UID))] = true
 		if pm.Spec.ProviderID != "" {
 			if id, err := infrav1.ParseProviderID(pm.Spec.ProviderID); err == nil {
@@ -182,7 +184,7 @@ func list(ctx context.Context, t Target) (*listed, error) {
 		if d.State == packet.DeviceStateDeprovisioning {
 			continue // being deleted already
 		}
-		if hasTagPrefix(d.Tags, infrav1.MachineUIDTagPrefix) || hasTagPrefix(d.Tags, infrav1.ClusterTagPrefix) {
+		if machineTag(d.Tags) != "" || hasTagPrefix(d.Tags, infrav1.ClusterTagPrefix) {
 			l.devices = append(l.devices, candidate{Orphan{Kind: KindDevice, ID: d.ID, Name: d.Hostname, CreatedAt: d.CreatedAt}, d.Tags})
 		}
 	}
@@ -238,6 +240,14 @@ func list(ctx context.Context, t Target) (*listed, error) {
 
 func hasTagPrefix(tags []string, prefix string) bool {
 	return slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, prefix) })
+}
+
+// machineTag is the device's machine identity tag, of either kind, "" if it has none.
+func machineTag(tags []string) string {
+	if t := tagWithPrefix(tags, infrav1.MachineTagPrefix); t != "" {
+		return t
+	}
+	return tagWithPrefix(tags, infrav1.MachineUIDTagPrefix)
 }
 
 func tagWithPrefix(tags []string, prefix string) string {
@@ -298,17 +308,17 @@ func (j *Janitor) sweepProject(ctx context.Context, log logr.Logger, t Target, n
 		if !old(&c) {
 			continue
 		}
-		uidTag := tagWithPrefix(c.tags, infrav1.MachineUIDTagPrefix)
+		machine := machineTag(c.tags)
 		clusterTag := tagWithPrefix(c.tags, infrav1.ClusterTagPrefix)
 		switch {
-		case o.devices[strings.ToLower(c.ID)], uidTag != "" && o.machines[uidTag]:
+		case o.devices[strings.ToLower(c.ID)], machine != "" && o.machines[machine]:
 			continue // its PacketMachine exists
 		case o.creating[clusterTag]:
 			continue // its cluster is being created: the machine may not be visible yet
-		case uidTag == "" && o.clusters[clusterTag]:
+		case machine == "" && o.clusters[clusterTag]:
 			continue // no machine identity: only the cluster can own it
 		}
-		owner := uidTag
+		owner := machine
 		if owner == "" {
 			owner = clusterTag
 		}

@@ -211,20 +211,24 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 
 	w.createCluster("alive", true)     // tags name alive-cluster
 	w.createCluster("building", false) // not provisioned: its machines may still come
-	pm := &infrav1.PacketMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: w.ns},
+	pm := &infrav1.PacketMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: w.ns,
+		Annotations: map[string]string{infrav1.MachineIdentityAnnotation: "id-m"}},
 		Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86"}}
 	g.Expect(testEnv.Client.Create(ctx, pm)).To(Succeed())
 
 	// Orphans: a machine and a whole cluster whose owners are gone.
 	w.device(true, "gone-cp", infrav1.ClusterTag(w.ns, "gone"), infrav1.MachineUIDTag("uid-gone"), infrav1.RoleTag(true))
 	w.device(true, "alive-deleted-worker", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineUIDTag("uid-deleted"), infrav1.RoleTag(false))
+	w.device(true, "alive-deleted-new-worker", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineTag("id-deleted"), infrav1.RoleTag(false))
 	w.ip(true, infrav1.ClusterTag(w.ns, "gone"), infrav1.ControlPlaneEndpointTag(w.ns, "gone"))
 	w.vlan(true, infrav1.ClusterTag(w.ns, "gone"))
 	w.sshKey(true, infrav1.SSHKeyLabel(w.ns, "gone"))
 	w.loadBalancer(true, infrav1.ControlPlaneEndpointTag(w.ns, "gone"))
 
 	// Owned: the provider's tags, owners present.
-	w.device(false, "alive-m", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineUIDTag(string(pm.UID)), infrav1.RoleTag(false))
+	w.device(false, "alive-m", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineTag("id-m"), infrav1.RoleTag(false))
+	// Created before the identity annotation existed: still the PacketMachine's by its UID.
+	w.device(false, "alive-m-legacy", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineUIDTag(string(pm.UID)), infrav1.RoleTag(false))
 	w.device(false, "building-cp", infrav1.ClusterTag(w.ns, "building-cluster"), infrav1.MachineUIDTag("uid-not-yet"), infrav1.RoleTag(true))
 	w.ip(false, infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.ControlPlaneEndpointTag(w.ns, "alive-cluster"))
 	w.vlan(false, infrav1.ClusterTag(w.ns, "alive-cluster"))
@@ -261,7 +265,7 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 		g.Expect(o.Owner).NotTo(BeEmpty())
 	}
 	g.Expect(sorted(present())).To(Equal(before), "a report-only sweep deletes nothing")
-	g.Expect(testutil.ToFloat64(orphanedResources.WithLabelValues(string(KindDevice)))).To(Equal(2.0))
+	g.Expect(testutil.ToFloat64(orphanedResources.WithLabelValues(string(KindDevice)))).To(Equal(3.0))
 	g.Expect(testutil.ToFloat64(orphanedResources.WithLabelValues(string(KindSSHKey)))).To(Equal(1.0))
 
 	var table bytes.Buffer

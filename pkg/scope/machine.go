@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -77,14 +78,26 @@ func (s *MachineScope) ProjectID() string { return s.PacketCluster.Spec.ProjectI
 // IsControlPlane reports whether the Machine is a control-plane machine.
 func (s *MachineScope) IsControlPlane() bool { return util.IsControlPlaneMachine(s.Machine) }
 
-// IdentityTags are the tags that find this machine's device again: cluster, machine UID, role.
-// The machine UID tag comes first: it is the one lookups filter on.
+// IdentityTags are the tags that find this machine's device again: machine identity, cluster,
+// role. The machine identity tag comes first: it is the one lookups filter on.
 func (s *MachineScope) IdentityTags() []string {
 	return []string{
-		infrav1.MachineUIDTag(string(s.PacketMachine.UID)),
+		infrav1.MachineIdentityTag(s.PacketMachine),
 		infrav1.ClusterTag(s.Cluster.Namespace, s.Cluster.Name),
 		infrav1.RoleTag(s.IsControlPlane()),
 	}
+}
+
+// EnsureIdentity gives the PacketMachine its device identity (MachineIdentityAnnotation) if it
+// has none yet. Callers persist it before sending anything that carries the identity tag.
+func (s *MachineScope) EnsureIdentity() {
+	if s.PacketMachine.Annotations[infrav1.MachineIdentityAnnotation] != "" {
+		return
+	}
+	if s.PacketMachine.Annotations == nil {
+		s.PacketMachine.Annotations = map[string]string{}
+	}
+	s.PacketMachine.Annotations[infrav1.MachineIdentityAnnotation] = string(uuid.NewUUID())
 }
 
 // DeviceID is the device recorded in spec.providerID, "" when none is.

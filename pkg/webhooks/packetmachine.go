@@ -59,9 +59,13 @@ func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachi
 
 // ValidateUpdate validates a change to a PacketMachine: the spec describes a device that exists
 // (or is being created), so only a facility-to-metro migration and an empty providerID (which
-// the controller fills) may change.
+// the controller fills) may change; nor may the device identity annotation, once set.
 func (w *PacketMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.PacketMachine) (admission.Warnings, error) {
 	errs, warnings := ValidatePacketMachineUpdate(&oldM.Spec, &newM.Spec, field.NewPath("spec"))
+	if was := oldM.Annotations[infrav1.MachineIdentityAnnotation]; was != "" && newM.Annotations[infrav1.MachineIdentityAnnotation] != was {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(infrav1.MachineIdentityAnnotation),
+			fmt.Sprintf("is immutable once set (%q): the machine's device is tagged with it", was)))
+	}
 	return warnings, invalid("PacketMachine", newM.Name, errs)
 }
 

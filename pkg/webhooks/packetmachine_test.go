@@ -326,6 +326,35 @@ func TestPacketMachineValidateUpdate(t *testing.T) {
 	}
 }
 
+func TestPacketMachineDeviceIdentityIsSetOnce(t *testing.T) {
+	withIdentity := func(id string) *infrav1.PacketMachine {
+		m := packetMachine()
+		if id != "" {
+			m.Annotations = map[string]string{infrav1.MachineIdentityAnnotation: id}
+		}
+		return m
+	}
+	key := "metadata.annotations[" + infrav1.MachineIdentityAnnotation + "]"
+	for _, tt := range []struct {
+		name     string
+		old, new string
+		want     want
+	}{
+		{name: "the controller sets it", old: "", new: "id-1"},
+		{name: "unchanged", old: "id-1", new: "id-1"},
+		{name: "changed", old: "id-1", new: "id-2", want: want{key, `is immutable once set ("id-1")`}},
+		{name: "removed", old: "id-1", new: "", want: want{key, "is immutable once set"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := (&PacketMachine{}).ValidateUpdate(context.Background(), withIdentity(tt.old), withIdentity(tt.new))
+			checkErr(t, err, tt.want)
+		})
+	}
+	if _, err := (&PacketMachine{}).ValidateCreate(context.Background(), withIdentity("id-1")); err != nil {
+		t.Fatalf("clusterctl move creates PacketMachines with their identity: %v", err)
+	}
+}
+
 // FuzzValidatePacketMachineSpec feeds arbitrary specs (and updates between two of them) through
 // the defaulting and validation code: nothing may panic, every rejection must be an Invalid error
 // whose causes name a field under spec, and a spec is never rejected for changing into itself.

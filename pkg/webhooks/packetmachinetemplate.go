@@ -71,5 +71,9 @@ func validateMachineTemplate(t *infrav1.PacketMachineTemplate) (field.ErrorList,
 			"must be empty in a template: each machine cloned from it is a different device, and the controller sets providerID on each PacketMachine"))
 	}
 	errs = append(errs, t.Spec.Template.ObjectMeta.Validate(path.Child("metadata"))...)
+	if _, ok := t.Spec.Template.ObjectMeta.Annotations[infrav1.MachineIdentityAnnotation]; ok {
+		errs = append(errs, field.Forbidden(path.Child("metadata", "annotations").Key(infrav1.MachineIdentityAnnotation),
+			"is the identity of one device, set by the controller on each PacketMachine; every machine cloned from the template would share it"))
+	}
 	return errs, warnings
 }

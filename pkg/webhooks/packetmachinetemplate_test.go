@@ -53,6 +53,12 @@ func TestPacketMachineTemplateValidateCreate(t *testing.T) {
 				r.ObjectMeta.Annotations = map[string]string{"example.com/note": "anything goes here"}
 			},
 		},
+		"a device identity in the template's metadata": {
+			mutate: func(r *infrav1.PacketMachineTemplateResource) {
+				r.ObjectMeta.Annotations = map[string]string{infrav1.MachineIdentityAnnotation: "shared"}
+			},
+			want: want{"spec.template.metadata.annotations[" + infrav1.MachineIdentityAnnotation + "]", "every machine cloned from the template would share it"},
+		},
 		"metadata with a bad label value": {
 			mutate: func(r *infrav1.PacketMachineTemplateResource) {
 				r.ObjectMeta.Labels = map[string]string{"role": "not valid!"}

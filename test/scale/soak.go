@@ -118,8 +118,9 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range machines {
-		if got := len(devicesTagged(h.sim, infrav1.MachineUIDTag(string(m.UID)))); got != 1 {
+	for i := range machines {
+		m := &machines[i]
+		if got := len(devicesTagged(h.sim, infrav1.MachineIdentityTag(m))); got != 1 {
 			res.violations = append(res.violations, fmt.Sprintf("machine %s has %d devices", m.Name, got))
 			res.duplicates += max(got-1, 0)
 		}

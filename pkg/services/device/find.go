@@ -133,8 +133,8 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 //     it. Those devices are minutes old, not seconds, so the project list shared with
 //     DeviceStatus, at most a few seconds old, finds them as well as a new request would. This
 //     saves a request per machine without giving up adopting them. (A clusterctl move keeps
-//     the annotation and spec.providerID, and gives the PacketMachine a new UID, so the tag
-//     lookup after a move finds the same as before it.)
+//     the annotations, the identity among them, and spec.providerID, so the lookup after a
+//     move finds the same as before it; only the UID changes.)
 func (s *Service) findByTags(ctx context.Context) (*packet.Device, error) {
 	lookup := s.scope.Packet.RecentDevicesByTags
 	if _, createSent := s.scope.PacketMachine.Annotations[CreateStartedAnnotation]; createSent || s.opts.SentCreates == nil {

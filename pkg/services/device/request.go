@@ -69,6 +69,9 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		return nil, ctrl.Result{}, nil
 	}
 
+	// The identity tag comes from the annotation, which create persists with
+	// CreateStartedAnnotation before sending; a request never sent leaves nothing tagged with it.
+	sc.EnsureIdentity()
 	metro, facility := sc.Location()
 	req := &packet.CreateDeviceRequest{
 		ProjectID:        sc.ProjectID(),

@@ -136,7 +136,7 @@ var _ = Describe("PacketMachine reconciler, idempotency", func() {
 		stop, done := startMachineManager(filter, factory)
 		defer func() { stop(); Eventually(done, eventually).Should(BeClosed()) }()
 		Eventually(func() string { return getPM(pm).Spec.ProviderID }, eventually).Should(Equal("equinixmetal://" + legacy.ID))
-		Expect(eventReasons(pm)()).To(ContainElement("DeviceAdopted"))
+		Eventually(eventReasons(pm), eventually).Should(ContainElement("DeviceAdopted"))
 		Expect(getPM(pm).Annotations).NotTo(HaveKey(infrav1.MachineIdentityAnnotation), "no create, so no new identity")
 		Consistently(func() (ids []string) {
 			for _, d := range sim.Devices(simProject) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,10 +77,7 @@ func (s *ClusterScope) PatchNow(ctx context.Context) error {
 
 // Close summarises the conditions into Ready and patches the PacketCluster.
 func (s *ClusterScope) Close(ctx context.Context) error {
-	if err := conditions.SetSummaryCondition(s.PacketCluster, s.PacketCluster, clusterv1.ReadyCondition,
-		conditions.ForConditionTypes(ClusterConditions),
-		conditions.IgnoreTypesIfMissing(ClusterConditions),
-	); err != nil {
+	if err := setReadySummary(s.PacketCluster, ClusterConditions); err != nil {
 		return err
 	}
 	return s.patchHelper.Patch(ctx, s.PacketCluster, patch.WithOwnedConditions{Conditions: append([]string{

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,10 +157,7 @@ func (s *MachineScope) BootstrapData(ctx context.Context) (data []byte, format s
 
 // Close summarises the conditions into Ready and patches the PacketMachine.
 func (s *MachineScope) Close(ctx context.Context) error {
-	if err := conditions.SetSummaryCondition(s.PacketMachine, s.PacketMachine, clusterv1.ReadyCondition,
-		conditions.ForConditionTypes(MachineConditions),
-		conditions.IgnoreTypesIfMissing(MachineConditions),
-	); err != nil {
+	if err := setReadySummary(s.PacketMachine, MachineConditions); err != nil {
 		return err
 	}
 	return s.patchHelper.Patch(ctx, s.PacketMachine, patch.WithOwnedConditions{Conditions: append([]string{

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -62,7 +63,11 @@ func (w *PacketMachine) ValidateCreate(_ context.Context, m *infrav1.PacketMachi
 // the controller fills) may change; nor may the device identity annotation, once set.
 func (w *PacketMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.PacketMachine) (admission.Warnings, error) {
 	errs, warnings := ValidatePacketMachineUpdate(&oldM.Spec, &newM.Spec, field.NewPath("spec"))
-	if was := oldM.Annotations[infrav1.MachineIdentityAnnotation]; was != "" && newM.Annotations[infrav1.MachineIdentityAnnotation] != was {
+	// clusterctl move replaces all annotations of a moved object's source copy with its
+	// delete-for-move annotation before deleting it; the copy on the target keeps the identity.
+	_, deleteForMove := newM.Annotations[clusterctlv1.DeleteForMoveAnnotation]
+	if was := oldM.Annotations[infrav1.MachineIdentityAnnotation]; was != "" && !deleteForMove &&
+		newM.Annotations[infrav1.MachineIdentityAnnotation] != was {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(infrav1.MachineIdentityAnnotation),
 			fmt.Sprintf("is immutable once set (%q): the machine's device is tagged with it", was)))
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
@@ -349,6 +350,12 @@ func TestPacketMachineDeviceIdentityIsSetOnce(t *testing.T) {
 			_, err := (&PacketMachine{}).ValidateUpdate(context.Background(), withIdentity(tt.old), withIdentity(tt.new))
 			checkErr(t, err, tt.want)
 		})
+	}
+	// clusterctl move: a JSON patch sets the source copy's annotations to delete-for-move alone.
+	movedAway := packetMachine()
+	movedAway.Annotations = map[string]string{clusterctlv1.DeleteForMoveAnnotation: ""}
+	if _, err := (&PacketMachine{}).ValidateUpdate(context.Background(), withIdentity("id-1"), movedAway); err != nil {
+		t.Fatalf("clusterctl move must be able to mark the source copy for deletion: %v", err)
 	}
 	if _, err := (&PacketMachine{}).ValidateCreate(context.Background(), withIdentity("id-1")); err != nil {
 		t.Fatalf("clusterctl move creates PacketMachines with their identity: %v", err)

@@ -39,32 +39,20 @@ func TestE2E(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	root := repoRoot()
 	artifacts = envOr("E2E_ARTIFACTS", filepath.Join(root, "_artifacts"))
-	cfg := sandbox.DefaultConfig(root)
-	cfg.StateDir = filepath.Join(artifacts, "sandbox")
-	// A fresh management plane every run: no state from an earlier run leaks into this one.
-	Expect(os.RemoveAll(cfg.StateDir)).To(Succeed())
-	_, err := fmt.Sscan(envOr("E2E_PORT_BASE", "17400"), &cfg.PortBase)
+	var portBase int
+	_, err := fmt.Sscan(envOr("E2E_PORT_BASE", "17400"), &portBase)
 	Expect(err).NotTo(HaveOccurred())
-	cfg.SimTiming = envOr("E2E_SIM_TIMING", "fast")
-	// Not the addresses of a `make sandbox` that may be running beside the suite.
-	cfg.SimPublicIPv4 = "127.65.0.0/16"
-	if v := os.Getenv("SANDBOX_PROVIDER_COMPONENTS"); v != "" {
-		cfg.ProviderComponents = v
-	}
-	// Quicker requeues than the defaults keep the suite short; the behaviour is the same.
-	cfg.ExtraManagerArgs = []string{"--sync-period=1m"}
-	cfg.Log = func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) }
-	sb, err = sandbox.New(cfg)
-	Expect(err).NotTo(HaveOccurred())
+	stateDir := filepath.Join(artifacts, "sandbox")
 	start := time.Now()
-	err = sb.Start(context.WithoutCancel(ctx))
+	sb, err = StartSandbox(context.WithoutCancel(ctx), root, stateDir, portBase,
+		func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) })
 	if err != nil {
 		dumpComponentLogs(filepath.Join(artifacts, "suite-setup"))
 	}
 	Expect(err).NotTo(HaveOccurred())
-	fmt.Fprintf(GinkgoWriter, "Sandbox ready in %s (state in %s)\n", time.Since(start).Round(100*time.Millisecond), cfg.StateDir)
+	fmt.Fprintf(GinkgoWriter, "Sandbox ready in %s (state in %s)\n", time.Since(start).Round(100*time.Millisecond), stateDir)
 	k8s = sb.Client
-	sim = &SimClient{BaseURL: sb.SimURL, Token: sandbox.SimToken, ProjectID: sandbox.SimProjectID}
+	sim = SimClientFor(sb)
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterSuite(func() {
@@ -85,11 +73,4 @@ var _ = AfterSuite(func() {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
-func envOr(key, fallback string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return fallback
 }

@@ -92,126 +92,13 @@ func deleteClusters(ctx context.Context, ns string) error {
 	}
 }
 
-// checkLeaks asserts (with a short grace for in-flight deletions) that the simulator holds no
-// device, IP reservation, BGP session, SSH key, VLAN, load balancer or pool (with its origins)
-// created for a cluster of namespace ns.
+// checkLeaks asserts that the simulator holds nothing of namespace ns's clusters; see
+// SimClient.CheckLeaks.
 func checkLeaks(ctx context.Context, ns string) error {
 	if sim == nil {
 		return nil
 	}
-	var last error
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		last = leaks(ctx, ns)
-		if last == nil || time.Now().After(deadline) {
-			return last
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(last, ctx.Err())
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-func leaks(ctx context.Context, ns string) error {
-	var st simState
-	var err error
-	if st.devices, err = sim.Devices(ctx, ""); err != nil {
-		return err
-	}
-	if st.ips, err = sim.IPReservations(ctx, ""); err != nil {
-		return err
-	}
-	if st.sessions, err = sim.BGPSessions(ctx); err != nil {
-		return err
-	}
-	if st.keys, err = sim.SSHKeys(ctx); err != nil {
-		return err
-	}
-	if st.vlans, err = sim.VLANs(ctx); err != nil {
-		return err
-	}
-	if st.loadBalancers, err = sim.LoadBalancers(ctx); err != nil {
-		return err
-	}
-	if st.pools, err = sim.LoadBalancerPools(ctx); err != nil {
-		return err
-	}
-	if problems := leakedIn(st, ns); len(problems) > 0 {
-		return fmt.Errorf("the simulator still holds: %s", strings.Join(problems, "; "))
-	}
-	return nil
-}
-
-// simState is what the leak check reads from the simulator.
-type simState struct {
-	devices  []Device
-	ips      []IP
-	sessions []BGPSession
-	keys     []SSHKey
-	vlans    []VLAN
-	// EMLB clusters' load balancers and pools, named with the cluster's endpoint tag.
-	loadBalancers []LoadBalancer
-	pools         []LoadBalancerPool
-}
-
-// leakedIn lists what st still holds of namespace ns's clusters: devices and IP reservations
-// tagged for them, SSH keys labelled for them, and BGP sessions of devices that are gone.
-func leakedIn(st simState, ns string) []string {
-	var problems []string
-	existing := map[string]bool{}
-	for _, d := range st.devices {
-		existing[d.ID] = true
-		if taggedFor(d.Tags, ns) {
-			problems = append(problems, fmt.Sprintf("device %s (%s, %s)", d.ID, d.Hostname, d.State))
-		}
-	}
-	for _, ip := range st.ips {
-		if taggedFor(ip.Tags, ns) {
-			problems = append(problems, fmt.Sprintf("IP reservation %s (%s, tags %v)", ip.ID, ip.Address, ip.Tags))
-		}
-	}
-	for _, s := range st.sessions {
-		id := s.Device.Href[strings.LastIndex(s.Device.Href, "/")+1:]
-		if !existing[id] {
-			problems = append(problems, fmt.Sprintf("BGP session %s of deleted device %s", s.ID, id))
-		}
-	}
-	for _, k := range st.keys {
-		if taggedFor([]string{k.Label}, ns) {
-			problems = append(problems, fmt.Sprintf("SSH key %s (%s)", k.ID, k.Label))
-		}
-	}
-	for _, vn := range st.vlans {
-		if taggedFor([]string{vn.Description}, ns) {
-			problems = append(problems, fmt.Sprintf("VLAN %s (%d, %s)", vn.ID, vn.VXLAN, vn.Description))
-		}
-	}
-	for _, lb := range st.loadBalancers {
-		if taggedFor([]string{lb.Name}, ns) {
-			problems = append(problems, fmt.Sprintf("load balancer %s (%v, %s)", lb.ID, lb.IPs, lb.Name))
-		}
-	}
-	for _, p := range st.pools {
-		if taggedFor([]string{p.Name}, ns) {
-			problems = append(problems, fmt.Sprintf("load-balancer pool %s (%s, %d origins)", p.ID, p.Name, len(p.Origins)))
-		}
-	}
-	return problems
-}
-
-// taggedFor reports whether one of the tags (or SSH key labels) names a cluster of namespace
-// ns: capp:cluster:<ns>/<name> or capp:control-plane-endpoint:<ns>/<name>.
-func taggedFor(tags []string, ns string) bool {
-	for _, t := range tags {
-		for _, prefix := range []string{infrav1.ClusterTagPrefix, infrav1.ControlPlaneEndpointTagPrefix} {
-			if v, ok := infrav1.TagValue(t, prefix); ok && strings.HasPrefix(v, ns+"/") {
-				return true
-			}
-		}
-	}
-	return false
+	return sim.CheckLeaks(ctx, ns)
 }
 
 // dumpArtifacts writes the namespace's objects (with their conditions), the simulator's view and

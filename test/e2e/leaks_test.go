@@ -49,4 +49,14 @@ func TestLeakCheckFindsOneLeakOfEachKind(t *testing.T) {
 	if leakedIn(simState{}, ns) != nil {
 		t.Error("an empty simulator has leaks")
 	}
+	// "" is every namespace: the capi suite's check after each of Cluster API's specs.
+	all := strings.Join(leakedIn(st, ""), "\n")
+	for _, want := range []string{"device d-mine", "device d-other", "VLAN vlan-other", "load balancer lb-other"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the every-namespace check misses %q; it found:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "vlan-by-hand") || strings.Contains(all, "ip-legacy-name-only") {
+		t.Errorf("the every-namespace check blames objects that are no cluster's:\n%s", all)
+	}
 }

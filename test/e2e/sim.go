@@ -316,6 +316,16 @@ func (c *SimClient) Requests(ctx context.Context) ([]Request, error) {
 	return out.Requests, c.do(ctx, http.MethodGet, "/_sim/requests", nil, &out)
 }
 
+// RouteCounts counts the requests per route ("POST /projects/{id}/devices") since the
+// simulator started, including those its request log no longer holds.
+func (c *SimClient) RouteCounts(ctx context.Context) (map[string]int, error) {
+	var out struct {
+		Counts map[string]int `json:"counts"`
+	}
+	// No route is "-": the answer carries the counts without the log.
+	return out.Counts, c.do(ctx, http.MethodGet, "/_sim/requests?route=-", nil, &out)
+}
+
 // ProviderCalls counts the recorded Packet API calls made by the provider (not by the harness).
 func (c *SimClient) ProviderCalls(ctx context.Context) (int, error) {
 	reqs, err := c.Requests(ctx)

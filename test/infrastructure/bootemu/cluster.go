@@ -83,7 +83,7 @@ func newWorkloadCluster(mgr inmemoryruntime.Manager, b *Boot, log logr.Logger) (
 	// One listener carries the API server and every etcd member, as Cluster API's in-memory
 	// mux does: KCP reaches etcd by a port-forward that the API handler dials back to this
 	// same address, with the etcd pod's name as TLS server name.
-	api = nodeTables(api)
+	api = statusSubresource(nodeTables(api))
 	c.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 			etcd.ServeHTTP(w, r)

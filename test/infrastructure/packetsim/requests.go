@@ -140,5 +140,6 @@ func (s *Server) handleRequests(w http.ResponseWriter, r *http.Request) {
 		reqs = filtered
 	}
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Time.Before(reqs[j].Time) })
-	s.writeJSON(w, http.StatusOK, map[string]any{"requests": reqs})
+	// counts covers every request since the last reset, also those the log has dropped.
+	s.writeJSON(w, http.StatusOK, map[string]any{"requests": reqs, "counts": s.recorder.counters()})
 }

@@ -55,6 +55,10 @@ type Config struct {
 	// 127.64.0.0/16). Workload clusters answer on those addresses, so two sandboxes running at
 	// once need different ones.
 	SimPublicIPv4 string
+	// ExternalSimulator, when set, is the base URL (http://127.0.0.1:<port>) of another sandbox's
+	// simulator, which this sandbox's manager uses instead of starting one: two management
+	// planes in front of one Packet project, as `clusterctl move` needs.
+	ExternalSimulator string
 	// SimFaults is an optional fault profile file for the simulator.
 	SimFaults string
 	// ExtraManagerArgs are appended to this provider's manager command line.

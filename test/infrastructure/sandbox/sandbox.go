@@ -70,6 +70,9 @@ type Sandbox struct {
 	ports Ports
 	pki   *pki
 	procs []*process
+	// infrastructure is how many of Components (etcd, kube-apiserver, kube-controller-manager,
+	// and packetsim unless it is external) come before the managers.
+	infrastructure int
 
 	// Components lists every child, in start order.
 	Components []*Component
@@ -112,6 +115,9 @@ func New(cfg Config) (*Sandbox, error) {
 	s := &Sandbox{cfg: cfg, ports: cfg.ports()}
 	s.Kubeconfig = filepath.Join(cfg.StateDir, "kubeconfig")
 	s.SimURL = fmt.Sprintf("http://127.0.0.1:%d", s.ports.Packetsim)
+	if cfg.ExternalSimulator != "" {
+		s.SimURL = strings.TrimSuffix(cfg.ExternalSimulator, "/")
+	}
 	s.ClusterctlConfig = filepath.Join(cfg.StateDir, "clusterctl", "clusterctl.yaml")
 	home := filepath.Join(cfg.StateDir, "home")
 	s.ClusterctlEnv = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
@@ -167,13 +173,17 @@ func (s *Sandbox) plan() {
 			"--tls-cert-file=" + filepath.Join(pkiDir, "issued", "kube-controller-manager", "tls.crt"),
 			"--tls-private-key-file=" + filepath.Join(pkiDir, "issued", "kube-controller-manager", "tls.key")},
 		ready: func(ctx context.Context) error { return s.httpsOK(ctx, kcmURL+"/healthz") },
-	}, {
-		Name: "packetsim", Endpoint: s.SimURL + "/metal/v1/", binary: s.cfg.Packetsim,
-		args: s.simArgs(),
-		ready: func(ctx context.Context) error {
-			return httpOK(ctx, s.SimURL+"/_sim/clock")
-		},
 	}}
+	if s.cfg.ExternalSimulator == "" {
+		s.Components = append(s.Components, &Component{
+			Name: "packetsim", Endpoint: s.SimURL + "/metal/v1/", binary: s.cfg.Packetsim,
+			args: s.simArgs(),
+			ready: func(ctx context.Context) error {
+				return httpOK(ctx, s.SimURL+"/_sim/clock")
+			},
+		})
+	}
+	s.infrastructure = len(s.Components)
 	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
 	managers := []struct {
 		name, provider, namespace, bin string
@@ -236,10 +246,6 @@ func (s *Sandbox) simArgs() []string {
 	return args
 }
 
-// infrastructureComponents is how many of Components (etcd, kube-apiserver,
-// kube-controller-manager, packetsim) come before the managers.
-const infrastructureComponents = 4
-
 // Component returns the named child (nil if there is none).
 func (s *Sandbox) Component(name string) *Component {
 	for _, c := range s.Components {
@@ -266,7 +272,7 @@ func (s *Sandbox) Start(ctx context.Context) (err error) {
 		return err
 	}
 	// Infrastructure first: etcd, kube-apiserver, kube-controller-manager, the simulator.
-	for _, c := range s.Components[:infrastructureComponents] {
+	for _, c := range s.Components[:s.infrastructure] {
 		if err := s.startComponent(ctx, c); err != nil {
 			return err
 		}
@@ -275,7 +281,7 @@ func (s *Sandbox) Start(ctx context.Context) (err error) {
 		return err
 	}
 	// Then the managers, in parallel: each only needs the CRDs installed above.
-	for _, c := range s.Components[infrastructureComponents:] {
+	for _, c := range s.Components[s.infrastructure:] {
 		if c.Launcher != "" {
 			if err := writeLauncher(c, s.cfg.StateDir); err != nil {
 				return err
@@ -286,7 +292,7 @@ func (s *Sandbox) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	for _, c := range s.Components[infrastructureComponents:] {
+	for _, c := range s.Components[s.infrastructure:] {
 		if c.Launcher != "" {
 			continue
 		}
@@ -314,10 +320,13 @@ func (s *Sandbox) preflight() error {
 		addr, what string
 	}{
 		{fmt.Sprintf("127.0.0.1:%d", p.Etcd), "etcd"}, {fmt.Sprintf("127.0.0.1:%d", p.EtcdPeer), "etcd peer"},
-		{fmt.Sprintf("127.0.0.1:%d", p.APIServer), "kube-apiserver"}, {fmt.Sprintf("127.0.0.1:%d", p.Packetsim), "packetsim"},
+		{fmt.Sprintf("127.0.0.1:%d", p.APIServer), "kube-apiserver"},
 		{fmt.Sprintf("127.0.0.1:%d", p.ControllerManager), "kube-controller-manager"},
 	}
-	for _, c := range s.Components[infrastructureComponents:] {
+	if s.cfg.ExternalSimulator == "" {
+		checks = append(checks, struct{ addr, what string }{fmt.Sprintf("127.0.0.1:%d", p.Packetsim), "packetsim"})
+	}
+	for _, c := range s.Components[s.infrastructure:] {
 		// The managers' webhook servers have no bind-address flag and listen on every interface.
 		checks = append(checks,
 			struct{ addr, what string }{fmt.Sprintf(":%d", c.webhookPort), c.Name + " webhooks"},
@@ -362,7 +371,7 @@ func (s *Sandbox) prepareFiles() error {
 	if _, _, err := s.pki.serviceAccountKey(); err != nil {
 		return err
 	}
-	for _, c := range s.Components[infrastructureComponents:] {
+	for _, c := range s.Components[s.infrastructure:] {
 		if err := s.pki.serving(filepath.Join(pkiDir, "issued", c.Name), c.Name); err != nil {
 			return err
 		}

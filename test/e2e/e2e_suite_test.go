@@ -44,7 +44,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	stateDir := filepath.Join(artifacts, "sandbox")
 	start := time.Now()
-	sb, err = StartSandbox(context.WithoutCancel(ctx), root, stateDir, portBase,
+	sb, err = StartSandbox(context.WithoutCancel(ctx), root, stateDir, portBase, "127.65.0.0/16",
 		func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) })
 	if err != nil {
 		dumpComponentLogs(filepath.Join(artifacts, "suite-setup"))

@@ -7,12 +7,13 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
-// StartSandbox starts the management plane an e2e suite runs on, fresh in stateDir: the
-// simulator with fast timing (E2E_SIM_TIMING overrides), public addresses apart from those of a
-// `make sandbox` running beside it, and quicker requeues than the manager's defaults, which keep
-// the suites short and change no behaviour. Every component logs into stateDir. The caller
-// stops it. Each tweak may change the configuration before the start.
-func StartSandbox(ctx context.Context, root, stateDir string, portBase int, logf func(string, ...any),
+// StartSandbox starts the management plane an e2e suite runs on, fresh in stateDir: ports from
+// portBase, the simulator with fast timing (E2E_SIM_TIMING overrides) and its elastic IPs from
+// publicIPv4 (workload clusters answer on them, so sandboxes running at once, a `make sandbox`
+// or the other suite, need different ones), and quicker requeues than the manager's defaults,
+// which keep the suites short and change no behaviour. Every component logs into stateDir. The
+// caller stops it. Each tweak may change the configuration before the start.
+func StartSandbox(ctx context.Context, root, stateDir string, portBase int, publicIPv4 string, logf func(string, ...any),
 	tweaks ...func(*sandbox.Config),
 ) (*sandbox.Sandbox, error) {
 	cfg := sandbox.DefaultConfig(root)
@@ -23,7 +24,7 @@ func StartSandbox(ctx context.Context, root, stateDir string, portBase int, logf
 	}
 	cfg.PortBase = portBase
 	cfg.SimTiming = envOr("E2E_SIM_TIMING", "fast")
-	cfg.SimPublicIPv4 = "127.65.0.0/16"
+	cfg.SimPublicIPv4 = publicIPv4
 	if v := os.Getenv("SANDBOX_PROVIDER_COMPONENTS"); v != "" {
 		cfg.ProviderComponents = v
 	}

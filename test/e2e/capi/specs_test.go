@@ -46,7 +46,10 @@ var _ = Describe("Cluster API MachineDeployment scale", Label(ciLabel), func() {
 	})
 })
 
-var _ = Describe("Cluster API KubeadmControlPlane and MachineDeployment rollout", func() {
+// Pending: the spec starts from Machines with two taints (Cluster API's kcp-md-taints flavour),
+// which Cluster API refuses unless its managers run with the MachineTaintPropagation feature gate;
+// the sandbox does not turn it on yet (docs/e2e.md).
+var _ = PDescribe("Cluster API KubeadmControlPlane and MachineDeployment rollout", func() {
 	AfterEach(expectNoLeaks)
 
 	Context("default flavour", func() {

@@ -35,3 +35,20 @@ func TestNodeConditionsCanBeSetThroughTheStatusSubresource(t *testing.T) {
 		t.Fatalf("conditions after the patch: %+v", node.Status.Conditions)
 	}
 }
+
+func TestOnlyStatusSubresourcePathsAreRewritten(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/api/v1/nodes/n1/status":                           true,
+		"/api/v1/namespaces/ns/pods/p1/status":              true,
+		"/apis/apps/v1/namespaces/ns/deployments/d1/status": true,
+		"/apis/example.com/v1/widgets/w1/status":            true,
+		"/api/v1/namespaces/ns/configmaps/status":           false, // a ConfigMap named status
+		"/api/v1/nodes/status":                              false, // a Node named status
+		"/apis/apps/v1/namespaces/ns/deployments/status":    false,
+		"/api/v1/nodes/n1":                                  false,
+	} {
+		if got := isStatusSubresource(path); got != want {
+			t.Errorf("isStatusSubresource(%q) = %v, want %v", path, got, want)
+		}
+	}
+}

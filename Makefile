@@ -363,7 +363,7 @@ IMAGE_DESCRIPTION := Cluster API infrastructure provider for Packet (Equinix Met
 RELEASE_IMAGE_ARCHIVE := $(RELEASE_DIR)/$(notdir $(IMAGE_ARCHIVE))
 TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers private-network emlb remediation
 # Flavours only Cluster API's e2e specs use (test/e2e/capi adds them to its clusterctl repository).
-TEST_TEMPLATE_FLAVORS := md-remediation
+TEST_TEMPLATE_FLAVORS := md-remediation kcp-remediation
 
 # kustomize writes "${SPOT_PRICE_MAX:=0.50}" unquoted, and clusterctl's 0.50 would then be a YAML
 # float, which a Quantity field refuses: quote the variables that stand for quantities.

@@ -84,6 +84,21 @@ var _ = Describe("Cluster API MachineDeployment remediation", func() {
 	})
 })
 
+var _ = Describe("Cluster API KubeadmControlPlane remediation", Label(ciLabel), func() {
+	AfterEach(expectNoLeaks)
+
+	// The spec's control planes wait in /wait-signal.sh, before kubeadm, for its signal through a
+	// ConfigMap of the management cluster: the sandbox's boot emulation runs that script with
+	// bash (curl and jq) on this machine, and the sandbox publishes kube-public/cluster-info,
+	// where the spec finds the management cluster's address.
+	Context("kcp-remediation flavour: control planes replaced while bootstrapping and once provisioned", func() {
+		capie2e.KCPRemediationSpec(ctx, func() capie2e.KCPRemediationSpecInput {
+			return capie2e.KCPRemediationSpecInput{E2EConfig: e2eConfig, ClusterctlConfigPath: clusterctlConfigPath,
+				BootstrapClusterProxy: bootstrapClusterProxy, ArtifactFolder: artifactFolder, InfrastructureProvider: ptr.To("packet")}
+		})
+	})
+})
+
 var _ = Describe("Cluster API cluster deletion", Label(ciLabel), func() {
 	AfterEach(expectNoLeaks)
 

@@ -67,6 +67,8 @@ var _ = BeforeSuite(func() {
 			cfg.ProviderComponents, err = withTestFlavours(cfg.ProviderComponents, filepath.Join(root, "templates", "test"),
 				filepath.Join(artifactFolder, "repository"))
 			Expect(err).NotTo(HaveOccurred())
+			// The KCP remediation spec's control planes hold their bootstrap in this script.
+			cfg.SimBootScripts = []string{"/wait-signal.sh"}
 		})
 	Expect(err).NotTo(HaveOccurred(), "component logs are in %s", filepath.Join(artifactFolder, "sandbox"))
 	fmt.Fprintf(GinkgoWriter, "Sandbox ready in %s\n", time.Since(start).Round(100*time.Millisecond))

@@ -32,7 +32,13 @@ type Options struct {
 	RebootTime time.Duration
 	// MoveRetry is how soon the emulated CPEM tries again to move an elastic IP (default 5s).
 	MoveRetry time.Duration
-	Log       logr.Logger
+	// RunScripts are the paths of scripts a payload writes that the emulated host runs, with
+	// bash on this machine, when its runcmd calls them before kubeadm; kubeadm waits for them.
+	// Cluster API's KCP remediation spec holds bootstrap with such a script (/wait-signal.sh)
+	// until the test signals it through the management cluster. Others are not run: our
+	// templates' scripts configure a real host.
+	RunScripts []string
+	Log        logr.Logger
 }
 
 // Emulator boots the simulator's devices into workload clusters.
@@ -85,6 +91,9 @@ func (e *Emulator) Start(ctx context.Context) error { return e.mgr.Start(ctx) }
 
 // Close closes every endpoint.
 func (e *Emulator) Close() {
+	for _, h := range e.hosts {
+		h.stopScript()
+	}
 	for _, c := range e.clusters {
 		c.stop()
 	}
@@ -120,6 +129,7 @@ func (e *Emulator) Step(ctx context.Context) {
 	for id, h := range e.hosts {
 		if devices[id] == nil {
 			e.console(h, "power: device deleted")
+			h.stopScript()
 			e.shutdown(ctx, h)
 			delete(e.hosts, id)
 		}
@@ -140,7 +150,7 @@ func (e *Emulator) observe(ctx context.Context, h *host, d *packetsim.Device, no
 		return
 	}
 	if !h.joined {
-		if h.up(d, now) {
+		if h.up(d, now) && e.scriptsFinished(h) {
 			e.runKubeadm(ctx, h, d, now)
 		}
 		return
@@ -179,6 +189,7 @@ func (e *Emulator) power(h *host, d *packetsim.Device, now time.Time) *host {
 			e.console(h, "boot: no login prompt; the host does not answer")
 		}
 		if h.reinstalling && d.State == packetsim.StateActive {
+			h.stopScript()
 			h = e.firstBoot(d)
 			e.hosts[d.ID] = h
 		}

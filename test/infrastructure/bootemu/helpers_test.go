@@ -46,6 +46,12 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvWith(t, Options{})
+}
+
+// newEnvWith is newEnv with the emulation's options of opts that newEnv leaves unset.
+func newEnvWith(t testing.TB, opts Options) *env {
+	t.Helper()
 	seed := packetsim.DefaultSeed()
 	seed.IPPools.PublicIPv4 = testPool
 	timing := packetsim.TimingFast
@@ -58,8 +64,10 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	emu, err := New(sim, Options{MetalURL: srv.URL + "/metal/v1/", Token: packetsim.DefaultToken, JoinTimeout: time.Minute,
-		RebootTime: 5 * time.Second, Log: testr.NewWithInterface(t, testr.Options{})})
+	opts.MetalURL, opts.Token = srv.URL+"/metal/v1/", packetsim.DefaultToken
+	opts.JoinTimeout, opts.RebootTime = time.Minute, 5*time.Second
+	opts.Log = testr.NewWithInterface(t, testr.Options{})
+	emu, err := New(sim, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +174,14 @@ func (c *cluster) init(t testing.TB, version string) string {
 // initRunning is init with other commands after kubeadm init.
 func (c *cluster) initRunning(t testing.TB, version string, postKubeadm ...string) string {
 	t.Helper()
+	return c.initWith(t, version, cloudinit.BaseUserData{PostKubeadmCommands: postKubeadm})
+}
+
+// initWith is init with the files and commands of base (a KubeadmConfigSpec's).
+func (c *cluster) initWith(t testing.TB, version string, base cloudinit.BaseUserData) string {
+	t.Helper()
 	out, err := cloudinit.NewInitControlPlane(&cloudinit.ControlPlaneInput{
-		BaseUserData: cloudinit.BaseUserData{PostKubeadmCommands: postKubeadm},
+		BaseUserData: base,
 		Certificates: c.certs,
 		ClusterConfiguration: fmt.Sprintf("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: %s\ncontrolPlaneEndpoint: %s\nkubernetesVersion: %s\n",
 			c.name, c.endpoint, version),

@@ -38,6 +38,9 @@ type host struct {
 	state string
 	// events is how many of the device's events were seen (a new power.reboot means a reboot).
 	events int
+	// nextScript is the index in boot.Scripts of the script to run next, script the one running.
+	nextScript int
+	script     *scriptRun
 }
 
 func (h *host) controlPlane() bool { return h.boot != nil && h.boot.Role != RoleWorkerJoin }
@@ -88,6 +91,7 @@ func (e *Emulator) firstBoot(d *packetsim.Device) *host {
 		e.fail(h, err)
 		return h
 	}
+	b.Scripts = allowedScripts(b.Scripts, e.opts.RunScripts)
 	h.boot = b
 	e.console(h, "cloud-init: runcmd: kubeadm %s (node %s, endpoint %s)", b.Role, b.NodeName, b.Endpoint)
 	return h

@@ -59,6 +59,9 @@ type Config struct {
 	// simulator, which this sandbox's manager uses instead of starting one: two management
 	// planes in front of one Packet project, as `clusterctl move` needs.
 	ExternalSimulator string
+	// SimBootScripts are the scripts of a device's user-data that the boot emulation runs
+	// (packetsim --boot-run-scripts); none by default.
+	SimBootScripts []string
 	// SimFaults is an optional fault profile file for the simulator.
 	SimFaults string
 	// ExtraManagerArgs are appended to this provider's manager command line.

@@ -21,10 +21,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -74,7 +77,27 @@ func (s *Sandbox) install(ctx context.Context) error {
 	if err := s.clusterctlInit(ctx); err != nil {
 		return err
 	}
-	return s.wireWebhooks(ctx)
+	if err := s.wireWebhooks(ctx); err != nil {
+		return err
+	}
+	return s.publishClusterInfo(ctx)
+}
+
+// publishClusterInfo writes kube-public/cluster-info as kubeadm does on the clusters people use as
+// management clusters: the API server's address and CA, readable by anyone. Cluster API's KCP
+// remediation spec reads the address there and hands it to its workload cluster's machines.
+func (s *Sandbox) publishClusterInfo(ctx context.Context) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[""] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", s.ports.APIServer),
+		CertificateAuthorityData: s.pki.caPEM}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "cluster-info", "namespace": metav1.NamespacePublic},
+		"data":     map[string]any{"kubeconfig": string(data)}}}
+	return s.Apply(ctx, cm)
 }
 
 // applyDir server-side applies every YAML document in the files of dir and waits for the CRDs

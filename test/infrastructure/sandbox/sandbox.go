@@ -240,6 +240,9 @@ func (s *Sandbox) simArgs() []string {
 	if s.cfg.SimPublicIPv4 != "" {
 		args = append(args, "--public-ipv4-pool="+s.cfg.SimPublicIPv4)
 	}
+	if len(s.cfg.SimBootScripts) > 0 {
+		args = append(args, "--boot-run-scripts="+strings.Join(s.cfg.SimBootScripts, ","))
+	}
 	if s.cfg.SimFaults != "" {
 		args = append(args, "--faults="+s.cfg.SimFaults)
 	}

@@ -52,6 +52,7 @@ func run() error {
 	publicPool := flag.String("public-ipv4-pool", "", "the prefix public IPv4 addresses come from (default: the seed's, 127.64.0.0/16)")
 	boot := flag.Bool("boot", false, "boot active devices' user-data into emulated workload clusters (package bootemu)")
 	joinTimeout := flag.Duration("boot-join-timeout", 5*time.Minute, "how long an emulated kubeadm join waits for its control plane")
+	runScripts := flag.String("boot-run-scripts", "", "comma-separated paths of scripts a device's user-data writes that the emulated host runs with bash before kubeadm (e.g. /wait-signal.sh of Cluster API's KCP remediation spec); others are never run")
 	lbaasTokenTTL := flag.Duration("lbaas-token-ttl", time.Hour, "lifetime of the load-balancer service's access tokens (/iam/api-keys/exchange)")
 	flag.Parse()
 
@@ -110,7 +111,7 @@ func run() error {
 	defer stopBoot()
 	if *boot {
 		emu, err := bootemu.New(sim, bootemu.Options{MetalURL: "http://" + *listen + "/metal/v1/", Token: firstToken(opts.Tokens),
-			JoinTimeout: *joinTimeout, RebootTime: t.PowerOn, Log: klog.NewKlogr().WithName("bootemu")})
+			JoinTimeout: *joinTimeout, RebootTime: t.PowerOn, RunScripts: splitList(*runScripts), Log: klog.NewKlogr().WithName("bootemu")})
 		if err != nil {
 			return err
 		}
@@ -163,4 +164,12 @@ func parseTokens(spec string) map[string][]string {
 		out[token] = strings.Split(projects, "|")
 	}
 	return out
+}
+
+// splitList splits a comma-separated flag value; empty means none.
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }

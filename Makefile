@@ -114,7 +114,7 @@ test: envtest-bins $(CLUSTERCTL) ## Unit and envtest suites (real kube-apiserver
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: test-all
-test-all: test fuzz test-image soak-ci tilt-ci test-e2e-all ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and both e2e suites (CI runs this).
+test-all: test fuzz test-image soak-ci tilt-ci test-e2e ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and both e2e suites (CI runs this).
 
 .PHONY: bench
 bench: ## Run the Go benchmarks.
@@ -227,19 +227,23 @@ sandbox-down: ## Stop a sandbox started by `make sandbox` (Ctrl-C does the same)
 
 E2E_ENV = PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
 	SANDBOX_PROVIDER_COMPONENTS=$(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG)/infrastructure-components.yaml
-CAPI_E2E_TIMEOUT ?= 40m
+CAPI_E2E_TIMEOUT ?= 75m
 CAPI_GINKGO_FLAGS ?=
 
 .PHONY: test-e2e
-test-e2e: sandbox-bins ## Run the e2e suite (ginkgo) on a sandbox it starts; artifacts in _artifacts/.
+test-e2e: sandbox-bins ## Run both e2e suites at once, each on its own sandbox: ours and Cluster API's specs labelled ci (CI runs this).
+	$(MAKE) --no-print-directory -j2 -Otarget test-e2e-packet test-e2e-capi CAPI_GINKGO_FLAGS='-ginkgo.label-filter=ci $(CAPI_GINKGO_FLAGS)'
+
+.PHONY: test-e2e-full
+test-e2e-full: sandbox-bins ## Run both e2e suites at once with every Cluster API spec, labelled ci or not.
+	$(MAKE) --no-print-directory -j2 -Otarget test-e2e-packet test-e2e-capi
+
+.PHONY: test-e2e-packet
+test-e2e-packet: sandbox-bins ## Run this provider's e2e suite (test/e2e) on a sandbox it starts; artifacts in _artifacts/.
 	$(E2E_ENV) go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
 
-.PHONY: test-e2e-all
-test-e2e-all: sandbox-bins ## Run our e2e suite and Cluster API's specs labelled ci at once, each on its own sandbox (CI runs this).
-	$(MAKE) --no-print-directory -j2 -Otarget test-e2e test-e2e-capi CAPI_GINKGO_FLAGS='-ginkgo.label-filter=ci $(CAPI_GINKGO_FLAGS)'
-
 .PHONY: test-e2e-capi
-test-e2e-capi: sandbox-bins ## Run Cluster API's own e2e specs (test/e2e/capi) on a sandbox it starts; artifacts in _artifacts/capi/.
+test-e2e-capi: sandbox-bins ## Run Cluster API's own e2e specs (test/e2e/capi), all unless CAPI_GINKGO_FLAGS filters, on a sandbox it starts; artifacts in _artifacts/capi/.
 	$(E2E_ENV) go test ./test/e2e/capi -count=1 -timeout $(CAPI_E2E_TIMEOUT) -v -args -ginkgo.v $(CAPI_GINKGO_FLAGS)
 
 ##@ Tilt (the sandbox loop, no container engine: Tiltfile, docs/tilt.md)
@@ -363,7 +367,7 @@ IMAGE_DESCRIPTION := Cluster API infrastructure provider for Packet (Equinix Met
 RELEASE_IMAGE_ARCHIVE := $(RELEASE_DIR)/$(notdir $(IMAGE_ARCHIVE))
 TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers private-network emlb remediation
 # Flavours only Cluster API's e2e specs use (test/e2e/capi adds them to its clusterctl repository).
-TEST_TEMPLATE_FLAVORS := md-remediation kcp-remediation
+TEST_TEMPLATE_FLAVORS := md-remediation kcp-remediation kcp-md-taints
 
 # kustomize writes "${SPOT_PRICE_MAX:=0.50}" unquoted, and clusterctl's 0.50 would then be a YAML
 # float, which a Quantity field refuses: quote the variables that stand for quantities.

@@ -8,8 +8,8 @@ import (
 	capie2e "sigs.k8s.io/cluster-api/test/e2e"
 )
 
-// ciLabel marks the specs CI runs (`make test-e2e-all`, beside the other suite); `make
-// test-e2e-capi` runs them all. See docs/e2e.md.
+// ciLabel marks the specs CI runs (`make test-e2e`, beside the other suite); `make
+// test-e2e-full` and `make test-e2e-capi` run them all. See docs/e2e.md.
 const ciLabel = "ci"
 
 // Each of Cluster API's specs creates its own namespace and cluster and deletes both when it
@@ -46,16 +46,16 @@ var _ = Describe("Cluster API MachineDeployment scale", Label(ciLabel), func() {
 	})
 })
 
-// Pending: the spec starts from Machines with two taints (Cluster API's kcp-md-taints flavour),
-// which Cluster API refuses unless its managers run with the MachineTaintPropagation feature gate;
-// the sandbox does not turn it on yet (docs/e2e.md).
-var _ = PDescribe("Cluster API KubeadmControlPlane and MachineDeployment rollout", func() {
+// The spec starts from Machines with two taints (test-only flavour kcp-md-taints), which Cluster
+// API accepts only with its MachineTaintPropagation feature gate: the suite's sandbox turns it on.
+var _ = Describe("Cluster API KubeadmControlPlane and MachineDeployment rollout", func() {
 	AfterEach(expectNoLeaks)
 
-	Context("default flavour", func() {
+	Context("kcp-md-taints flavour: in-place changes and taints, then rollouts of workers and control plane", func() {
 		capie2e.KCPAndMachineDeploymentRolloutSpec(ctx, func() capie2e.KCPAndMachineDeploymentRolloutSpecInput {
 			return capie2e.KCPAndMachineDeploymentRolloutSpecInput{E2EConfig: e2eConfig, ClusterctlConfigPath: clusterctlConfigPath,
-				BootstrapClusterProxy: bootstrapClusterProxy, ArtifactFolder: artifactFolder, InfrastructureProvider: ptr.To("packet")}
+				BootstrapClusterProxy: bootstrapClusterProxy, ArtifactFolder: artifactFolder, InfrastructureProvider: ptr.To("packet"),
+				Flavor: "kcp-md-taints"}
 		})
 	})
 })
@@ -73,7 +73,26 @@ var _ = Describe("Cluster API cluster upgrade", func() {
 	})
 })
 
-var _ = Describe("Cluster API MachineDeployment remediation", func() {
+var _ = Describe("Cluster API ClusterClass changes", func() {
+	AfterEach(expectNoLeaks)
+
+	// Each change to the ClusterClass's templates rolls out: the control plane's kubeadm
+	// verbosity, the workers' bootstrap verbosity, then their PacketMachineTemplate's tags (new
+	// devices); then the Cluster is rebased onto a copy of the class in another namespace.
+	Context("topology flavour: control plane, bootstrap and PacketMachineTemplate changes rolled out", func() {
+		capie2e.ClusterClassChangesSpec(ctx, func() capie2e.ClusterClassChangesSpecInput {
+			return capie2e.ClusterClassChangesSpecInput{E2EConfig: e2eConfig, ClusterctlConfigPath: clusterctlConfigPath,
+				BootstrapClusterProxy: bootstrapClusterProxy, ArtifactFolder: artifactFolder, InfrastructureProvider: ptr.To("packet"),
+				Flavor:                   "topology",
+				ModifyControlPlaneFields: map[string]any{"spec.kubeadmConfigSpec.verbosity": int64(4)},
+				ModifyMachineDeploymentBootstrapConfigTemplateFields:       map[string]any{"spec.template.spec.verbosity": int64(4)},
+				ModifyMachineDeploymentInfrastructureMachineTemplateFields: map[string]any{"spec.template.spec.tags": []any{"clusterclass-changed"}},
+			}
+		})
+	})
+})
+
+var _ = Describe("Cluster API MachineDeployment remediation", Label(ciLabel), func() {
 	AfterEach(expectNoLeaks)
 
 	Context("md-remediation flavour: a worker's node condition set, its Machine replaced", func() {

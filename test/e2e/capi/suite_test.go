@@ -69,6 +69,8 @@ var _ = BeforeSuite(func() {
 			Expect(err).NotTo(HaveOccurred())
 			// The KCP remediation spec's control planes hold their bootstrap in this script.
 			cfg.SimBootScripts = []string{"/wait-signal.sh"}
+			// The rollout spec's Machines carry taints, an alpha field of Cluster API's.
+			cfg.CAPIFeatureGates = []string{"MachineTaintPropagation=true"}
 		})
 	Expect(err).NotTo(HaveOccurred(), "component logs are in %s", filepath.Join(artifactFolder, "sandbox"))
 	fmt.Fprintf(GinkgoWriter, "Sandbox ready in %s\n", time.Since(start).Round(100*time.Millisecond))

@@ -64,6 +64,9 @@ type Config struct {
 	SimBootScripts []string
 	// SimFaults is an optional fault profile file for the simulator.
 	SimFaults string
+	// CAPIFeatureGates are Cluster API feature gates turned on in its core and KCP managers
+	// besides those the sandbox always turns on, e.g. "MachineTaintPropagation=true".
+	CAPIFeatureGates []string
 	// ExtraManagerArgs are appended to this provider's manager command line.
 	ExtraManagerArgs []string
 	// ExternalManager leaves this provider's manager to someone else (the Tilt loop rebuilds and

@@ -185,18 +185,21 @@ func (s *Sandbox) plan() {
 	}
 	s.infrastructure = len(s.Components)
 	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
+	gates := func(on ...string) []string {
+		return []string{"--feature-gates=" + strings.Join(append(on, s.cfg.CAPIFeatureGates...), ",")}
+	}
 	managers := []struct {
 		name, provider, namespace, bin string
 		args, env                      []string
 	}{
 		{"capi-controller-manager", "cluster-api", "capi-system", s.cfg.CoreManager,
-			[]string{"--feature-gates=ClusterTopology=true"}, nil},
+			gates("ClusterTopology=true"), nil},
 		// Ignition bootstrap data (the flatcar flavour) is behind a feature gate of both kubeadm
 		// managers; clusterctl users turn it on with EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true.
 		{"capi-kubeadm-bootstrap-controller-manager", "bootstrap-kubeadm", "capi-kubeadm-bootstrap-system",
 			s.cfg.BootstrapManager, []string{"--feature-gates=KubeadmBootstrapFormatIgnition=true"}, nil},
 		{"capi-kubeadm-control-plane-controller-manager", "control-plane-kubeadm", "capi-kubeadm-control-plane-system",
-			s.cfg.ControlPlaneMgr, []string{"--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"}, nil},
+			s.cfg.ControlPlaneMgr, gates("ClusterTopology=true", "KubeadmBootstrapFormatIgnition=true"), nil},
 		{managerName, "infrastructure-packet", "cluster-api-provider-packet-system", s.cfg.Manager,
 			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken,
 				"LBAAS_API_URL=" + s.SimURL + "/lbaas/", "METAL_TOKEN_EXCHANGE_URL=" + s.SimURL + "/iam/api-keys/exchange"}},

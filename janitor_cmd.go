@@ -24,25 +24,48 @@ import (
 // with PACKET_API_KEY against the management cluster of the kubeconfig, printed as a table. It
 // returns the exit code: 0 when the sweep was complete, 1 otherwise.
 func runJanitorCommand(args []string, stdout, stderr io.Writer) int {
+	f, code := parseJanitorFlags(args, stderr)
+	if f == nil {
+		return code
+	}
+	ctrl.SetLogger(klog.Background())
+	apiKey := os.Getenv("PACKET_API_KEY")
+	if apiKey == "" {
+		fmt.Fprintln(stderr, "janitor: PACKET_API_KEY is not set")
+		return 2
+	}
+	if err := f.sweep(apiKey, stdout); err != nil {
+		fmt.Fprintf(stderr, "janitor: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// janitorFlags are the janitor command's flags.
+type janitorFlags struct {
+	projects         []string
+	del              bool
+	grace            time.Duration
+	apiURL, lbaasURL string
+	tokenExchangeURL string
+	timeout          time.Duration
+}
+
+// parseJanitorFlags returns the flags, or nil and the exit code when the command must stop
+// (--help: 0, bad flags: 2).
+func parseJanitorFlags(args []string, stderr io.Writer) (*janitorFlags, int) {
 	fs := pflag.NewFlagSet("janitor", pflag.ContinueOnError)
 	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
-	var (
-		projects         []string
-		del              bool
-		grace            time.Duration
-		apiURL, lbaasURL string
-		tokenExchangeURL string
-		timeout          time.Duration
-	)
-	fs.StringSliceVar(&projects, "project", nil, "Project ID to sweep (repeatable); required.")
-	fs.BoolVar(&del, "delete", false, "Delete the orphans found; otherwise only list them.")
-	fs.DurationVar(&grace, "grace-period", janitor.DefaultGracePeriod,
+	f := &janitorFlags{}
+	fs.StringSliceVar(&f.projects, "project", nil, "Project ID to sweep (repeatable); required.")
+	fs.BoolVar(&f.del, "delete", false, "Delete the orphans found; otherwise only list them.")
+	fs.DurationVar(&f.grace, "grace-period", janitor.DefaultGracePeriod,
 		"How old an object must be before it is reported or deleted.")
-	fs.StringVar(&apiURL, "packet-api-url", envOr("PACKET_API_URL", packet.DefaultAPIURL), "Base URL of the Packet API (env PACKET_API_URL).")
-	fs.StringVar(&lbaasURL, "lbaas-url", envOr("LBAAS_API_URL", packet.DefaultLBaaSURL), "Base URL of the Load Balancer API (env LBAAS_API_URL).")
-	fs.StringVar(&tokenExchangeURL, "token-exchange-url", envOr("METAL_TOKEN_EXCHANGE_URL", packet.DefaultTokenExchangeURL),
+	fs.StringVar(&f.apiURL, "packet-api-url", envOr("PACKET_API_URL", packet.DefaultAPIURL), "Base URL of the Packet API (env PACKET_API_URL).")
+	fs.StringVar(&f.lbaasURL, "lbaas-url", envOr("LBAAS_API_URL", packet.DefaultLBaaSURL), "Base URL of the Load Balancer API (env LBAAS_API_URL).")
+	fs.StringVar(&f.tokenExchangeURL, "token-exchange-url", envOr("METAL_TOKEN_EXCHANGE_URL", packet.DefaultTokenExchangeURL),
 		"URL that exchanges the API key for Load Balancer API tokens (env METAL_TOKEN_EXCHANGE_URL).")
-	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "How long the sweep may take.")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "How long the sweep may take.")
 	fs.SetOutput(stderr)
 	fs.AddGoFlagSet(flag.CommandLine) // --kubeconfig and klog's flags
 	fs.Usage = func() {
@@ -53,52 +76,44 @@ func runJanitorCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
-	if len(projects) == 0 {
+	if len(f.projects) == 0 {
 		fmt.Fprintln(stderr, "janitor: --project is required")
 		fs.Usage()
-		return 2
+		return nil, 2
 	}
-	ctrl.SetLogger(klog.Background())
-	apiKey := os.Getenv("PACKET_API_KEY")
-	if apiKey == "" {
-		fmt.Fprintln(stderr, "janitor: PACKET_API_KEY is not set")
-		return 2
-	}
+	return f, 0
+}
+
+// sweep sweeps the projects once and prints the table; the error says why the sweep was not
+// complete.
+func (f *janitorFlags) sweep(apiKey string, stdout io.Writer) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "janitor: %v\n", err)
-		return 1
+		return err
 	}
 	reader, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		fmt.Fprintf(stderr, "janitor: %v\n", err)
-		return 1
+		return err
 	}
-	pk, err := packet.New(packet.Options{APIURL: apiURL, APIKey: apiKey, LBaaSURL: lbaasURL, TokenExchangeURL: tokenExchangeURL,
+	pk, err := packet.New(packet.Options{APIURL: f.apiURL, APIKey: apiKey, LBaaSURL: f.lbaasURL, TokenExchangeURL: f.tokenExchangeURL,
 		UserAgent: "cluster-api-provider-packet-janitor/" + version.Get()})
 	if err != nil {
-		fmt.Fprintf(stderr, "janitor: %v\n", err)
-		return 1
+		return err
 	}
-	targets := make([]janitor.Target, 0, len(projects))
-	for _, p := range projects {
+	targets := make([]janitor.Target, 0, len(f.projects))
+	for _, p := range f.projects {
 		targets = append(targets, janitor.Target{ProjectID: p, Client: pk})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	j := &janitor.Janitor{Reader: reader, GracePeriod: grace, Delete: del}
+	j := &janitor.Janitor{Reader: reader, GracePeriod: f.grace, Delete: f.del}
 	orphans, sweepErr := j.Sweep(ctx, targets)
 	if err := janitor.WriteTable(stdout, orphans, time.Now()); err != nil {
-		fmt.Fprintf(stderr, "janitor: %v\n", err)
-		return 1
+		return err
 	}
-	if sweepErr != nil {
-		fmt.Fprintf(stderr, "janitor: %v\n", sweepErr)
-		return 1
-	}
-	return 0
+	return sweepErr
 }

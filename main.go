@@ -180,9 +180,37 @@ func main() {
 func run(opts *options) error {
 	setupLog.Info("Starting cluster-api-provider-packet", "version", version.Get(), "packetAPIURL", opts.packetAPIURL, "lbaasURL", opts.lbaasURL)
 
+	mgr, err := newManager(opts)
+	if err != nil {
+		return err
+	}
+
+	if err := setupWebhooks(mgr); err != nil {
+		return err
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	record.InitFromRecorder(mgr.GetEventRecorderFor("packet-controller")) //nolint:staticcheck // Cluster API's util/record takes the old events API
+	if err := setupReconcilers(ctx, mgr, opts); err != nil {
+		return err
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding ready check: %w", err)
+	}
+
+	return mgr.Start(ctx)
+}
+
+// newManager builds the controller manager from the flags: its Kubernetes client, leader
+// election, cache, metrics, health probes and webhook server.
+func newManager(opts *options) (ctrl.Manager, error) {
 	tlsOptions, metricsOptions, err := flags.GetManagerOptions(opts.manager)
 	if err != nil {
-		return fmt.Errorf("invalid flags: %w", err)
+		return nil, fmt.Errorf("invalid flags: %w", err)
 	}
 
 	restConfig := ctrl.GetConfigOrDie()
@@ -219,27 +247,9 @@ func run(opts *options) error {
 		}),
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-
-	if err := setupWebhooks(mgr); err != nil {
-		return err
-	}
-
-	ctx := ctrl.SetupSignalHandler()
-	record.InitFromRecorder(mgr.GetEventRecorderFor("packet-controller")) //nolint:staticcheck // Cluster API's util/record takes the old events API
-	if err := setupReconcilers(ctx, mgr, opts); err != nil {
-		return err
-	}
-
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding ready check: %w", err)
-	}
-
-	return mgr.Start(ctx)
+	return mgr, nil
 }
 
 // setupReconcilers registers every reconciler with one Packet client factory, so objects that

@@ -113,34 +113,11 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	machine, err := util.GetOwnerMachine(ctx, r.Client, pm.ObjectMeta)
-	if apierrors.IsNotFound(err) && !pm.DeletionTimestamp.IsZero() {
-		log.Info("The PacketMachine's Machine is gone; deleting its device all the same")
-		machine, err = standInMachine(pm), nil
-	}
-	if err != nil {
+	machine, cluster, err := r.owners(ctx, pm)
+	if machine == nil || cluster == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	if machine == nil {
-		if !pm.DeletionTimestamp.IsZero() && pm.Spec.ProviderID == "" && pm.Annotations[device.CreateStartedAnnotation] == "" {
-			// Never adopted by a Machine, so no device was ever asked for.
-			return ctrl.Result{}, r.removeFinalizer(ctx, pm)
-		}
-		log.Info("Waiting for the Machine controller to set an OwnerRef on the PacketMachine")
-		return ctrl.Result{}, nil
-	}
-	log = log.WithValues("Machine", klog.KObj(machine))
-	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
-	if apierrors.IsNotFound(err) && !pm.DeletionTimestamp.IsZero() && standInCluster(machine) != nil {
-		log.Info("The PacketMachine's Cluster is gone; deleting its device all the same")
-		cluster, err = standInCluster(machine), nil
-	}
-	if err != nil {
-		log.Info("Waiting for the Machine's cluster", "reason", err.Error())
-		return ctrl.Result{}, nil
-	}
-	log = log.WithValues("Cluster", klog.KObj(cluster))
-	ctx = ctrl.LoggerInto(ctx, log)
+	ctx = ctrl.LoggerInto(ctx, log.WithValues("Machine", klog.KObj(machine), "Cluster", klog.KObj(cluster)))
 
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, pm, infrav1.PacketMachineFinalizer); err != nil || added {
 		return ctrl.Result{}, err
@@ -174,6 +151,40 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return r.reconcileDelete(ctx, s)
 	}
 	return r.reconcileNormal(ctx, s)
+}
+
+// owners returns the PacketMachine's Machine and Cluster, or nil ones when there is nothing to
+// do until they exist (a PacketMachine never adopted by a Machine loses its finalizer here). A
+// PacketMachine being deleted after its Machine or Cluster is gone gets stand-ins built from
+// what it knows, so that its device is deleted all the same.
+func (r *PacketMachineReconciler) owners(ctx context.Context, pm *infrav1.PacketMachine) (*clusterv1.Machine, *clusterv1.Cluster, error) {
+	log := ctrl.LoggerFrom(ctx)
+	machine, err := util.GetOwnerMachine(ctx, r.Client, pm.ObjectMeta)
+	if apierrors.IsNotFound(err) && !pm.DeletionTimestamp.IsZero() {
+		log.Info("The PacketMachine's Machine is gone; deleting its device all the same")
+		machine, err = standInMachine(pm), nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if machine == nil {
+		if !pm.DeletionTimestamp.IsZero() && pm.Spec.ProviderID == "" && pm.Annotations[device.CreateStartedAnnotation] == "" {
+			// Never adopted by a Machine, so no device was ever asked for.
+			return nil, nil, r.removeFinalizer(ctx, pm)
+		}
+		log.Info("Waiting for the Machine controller to set an OwnerRef on the PacketMachine")
+		return nil, nil, nil
+	}
+	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if apierrors.IsNotFound(err) && !pm.DeletionTimestamp.IsZero() && standInCluster(machine) != nil {
+		log.Info("The PacketMachine's Cluster is gone; deleting its device all the same", "Machine", klog.KObj(machine))
+		cluster, err = standInCluster(machine), nil
+	}
+	if err != nil {
+		log.Info("Waiting for the Machine's cluster", "Machine", klog.KObj(machine), "reason", err.Error())
+		return machine, nil, nil
+	}
+	return machine, cluster, nil
 }
 
 func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.MachineScope) (ctrl.Result, error) {

@@ -110,29 +110,43 @@ func (r *PacketRemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		}
 	}()
 
-	machine, err := r.machineFor(ctx, rem)
-	if err != nil {
+	machine, cluster, err := r.machineAndCluster(ctx, rem)
+	if machine == nil || cluster == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	if machine == nil || !machine.DeletionTimestamp.IsZero() {
-		remediation.Stop(rem, infrav1.MachineNotFoundReason, fmt.Sprintf("Machine %s is gone or being deleted", rem.Name))
-		return ctrl.Result{}, nil
-	}
-	log = log.WithValues("Machine", klog.KObj(machine))
-	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
-	if apierrors.IsNotFound(err) {
-		remediation.Stop(rem, infrav1.MachineNotFoundReason, fmt.Sprintf("Machine %s's Cluster is gone", machine.Name))
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	log = log.WithValues("Cluster", klog.KObj(cluster))
-	ctx = ctrl.LoggerInto(ctx, log)
+	ctx = ctrl.LoggerInto(ctx, log.WithValues("Machine", klog.KObj(machine), "Cluster", klog.KObj(cluster)))
 	if isPaused, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, rem); err != nil || isPaused {
 		return ctrl.Result{}, err
 	}
 
+	return r.remediate(ctx, rem, machine, cluster)
+}
+
+// machineAndCluster returns the remediated Machine and its Cluster, or nil ones once the
+// request was stopped because either is gone.
+func (r *PacketRemediationReconciler) machineAndCluster(ctx context.Context, rem *infrav1.PacketRemediation) (*clusterv1.Machine, *clusterv1.Cluster, error) {
+	machine, err := r.machineFor(ctx, rem)
+	if err != nil {
+		return nil, nil, err
+	}
+	if machine == nil || !machine.DeletionTimestamp.IsZero() {
+		remediation.Stop(rem, infrav1.MachineNotFoundReason, fmt.Sprintf("Machine %s is gone or being deleted", rem.Name))
+		return nil, nil, nil
+	}
+	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if apierrors.IsNotFound(err) {
+		remediation.Stop(rem, infrav1.MachineNotFoundReason, fmt.Sprintf("Machine %s's Cluster is gone", machine.Name))
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return machine, cluster, nil
+}
+
+// remediate takes one step of the strategy for the Machine's device and reflects where it
+// stands on the Machine.
+func (r *PacketRemediationReconciler) remediate(ctx context.Context, rem *infrav1.PacketRemediation, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
 	pm, pc, err := r.infrastructureFor(ctx, machine, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -152,7 +166,7 @@ func (r *PacketRemediationReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if current, err := r.isCurrent(ctx, rem); err != nil || !current {
-		log.V(4).Info("The cached PacketRemediation is behind the API server; looking again")
+		ctrl.LoggerFrom(ctx).V(4).Info("The cached PacketRemediation is behind the API server; looking again")
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
 	res, err := remediation.NewService(remediation.Params{Client: r.Client, Remediation: rem, Machine: ms,

@@ -308,19 +308,9 @@ func (j *Janitor) sweepProject(ctx context.Context, log logr.Logger, t Target, n
 		if !old(&c) {
 			continue
 		}
-		machine := machineTag(c.tags)
-		clusterTag := tagWithPrefix(c.tags, infrav1.ClusterTagPrefix)
-		switch {
-		case o.devices[strings.ToLower(c.ID)], machine != "" && o.machines[machine]:
-			continue // its PacketMachine exists
-		case o.creating[clusterTag]:
-			continue // its cluster is being created: the machine may not be visible yet
-		case machine == "" && o.clusters[clusterTag]:
-			continue // no machine identity: only the cluster can own it
-		}
-		owner := machine
-		if owner == "" {
-			owner = clusterTag
+		owner, orphaned := o.deviceOwner(c)
+		if !orphaned {
+			continue
 		}
 		add(c, owner)
 		sessions, err := t.Client.ListDeviceBGPSessions(ctx, c.ID)
@@ -343,6 +333,29 @@ func (j *Janitor) sweepProject(ctx context.Context, log logr.Logger, t Target, n
 		}
 	}
 
+	return j.report(ctx, log, t, orphans, now)
+}
+
+// deviceOwner returns the tag of the device's owner (its machine identity, or its cluster's for
+// a device without one) and whether that owner is gone.
+func (o *owners) deviceOwner(c candidate) (string, bool) {
+	machine := machineTag(c.tags)
+	clusterTag := tagWithPrefix(c.tags, infrav1.ClusterTagPrefix)
+	switch {
+	case o.devices[strings.ToLower(c.ID)], machine != "" && o.machines[machine]:
+		return machine, false // its PacketMachine exists
+	case o.creating[clusterTag]:
+		return machine, false // its cluster is being created: the machine may not be visible yet
+	case machine == "" && o.clusters[clusterTag]:
+		return clusterTag, false // no machine identity: only the cluster can own it
+	case machine == "":
+		return clusterTag, true
+	}
+	return machine, true
+}
+
+// report logs the project's orphans, kind by kind, deleting them first when asked to.
+func (j *Janitor) report(ctx context.Context, log logr.Logger, t Target, orphans map[Kind][]Orphan, now func() time.Time) ([]Orphan, error) {
 	var found []Orphan
 	var errs []error
 	for _, kind := range Kinds {

@@ -21,7 +21,6 @@ import (
 // A device in any state is deleted, failed ones included. Without a recorded device ID the
 // device is looked up by its tags first.
 func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error) {
-	pm := s.scope.PacketMachine
 	id := s.scope.DeviceID()
 	if id == "" {
 		if s.staleCopy() {
@@ -34,76 +33,116 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 		}
 		id = s.scope.DeviceID()
 	}
-	requestedAt, requested := s.annotationTime(DeleteRequestedAnnotation)
-	if !requested {
-		// The first look is by ID, before anything is deleted: the device must be this cluster's.
-		dev, err := s.scope.Packet.GetDevice(ctx, id)
-		if packet.IsForbidden(err) {
-			// Packet answers 403 for some failed devices; the project's list still shows them.
-			dev, err = s.listedDevice(ctx, id)
-		}
-		switch {
-		case packet.IsNotFound(err):
-			s.gone(id)
-			return true, ctrl.Result{}, nil
-		case err != nil:
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
-			return false, res, err
-		}
-		if why := s.notOwned(dev); why != "" {
-			scope.MarkAPIAvailable(pm)
-			record.Warnf(pm, infrav1.DeviceNotOwnedReason, "Not deleting device %s, which spec.providerID names: %s", id, why)
-			return true, ctrl.Result{}, nil
-		}
-		if err := s.deleteDuplicates(ctx, id); err != nil {
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
-			return false, res, err
-		}
+	if requestedAt, requested := s.annotationTime(DeleteRequestedAnnotation); requested {
+		return s.followDelete(ctx, id, requestedAt)
 	}
-	if c := conditions.Get(pm, infrav1.DeviceReadyCondition); c == nil || c.Reason != infrav1.DeviceDeletionStuckReason {
+	return s.firstDelete(ctx, id)
+}
+
+// firstDelete deletes the device after a first look by ID: it must be this cluster's.
+func (s *Service) firstDelete(ctx context.Context, id string) (bool, ctrl.Result, error) {
+	pm := s.scope.PacketMachine
+	dev, err := s.readForDeletion(ctx, id)
+	switch {
+	case packet.IsNotFound(err):
+		s.gone(id)
+		return true, ctrl.Result{}, nil
+	case err != nil:
+		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		return false, res, err
+	}
+	if why := s.notOwned(dev); why != "" {
+		scope.MarkAPIAvailable(pm)
+		record.Warnf(pm, infrav1.DeviceNotOwnedReason, "Not deleting device %s, which spec.providerID names: %s", id, why)
+		return true, ctrl.Result{}, nil
+	}
+	if err := s.deleteDuplicates(ctx, id); err != nil {
+		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		return false, res, err
+	}
+	s.markDeleting(id)
+	return s.askDelete(ctx, id, false)
+}
+
+// followDelete looks at a device whose deletion was asked at requestedAt: gone, being
+// deprovisioned, or still there, when the delete is asked again.
+func (s *Service) followDelete(ctx context.Context, id string, requestedAt time.Time) (bool, ctrl.Result, error) {
+	pm := s.scope.PacketMachine
+	s.markDeleting(id)
+	dev, err := s.scope.Packet.GetDevice(ctx, id)
+	if packet.IsNotFound(err) {
+		s.gone(id)
+		return true, ctrl.Result{}, nil
+	}
+	if err != nil && !packet.IsForbidden(err) {
+		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		return false, res, err
+	}
+	if err != nil {
+		// A 403 for the device (a failed one) after its delete was asked: ask again below.
+		dev = &packet.Device{ID: id, State: packet.DeviceStateFailed}
+	}
+	if wait, waiting := s.deprovisioning(dev, requestedAt); waiting {
+		return false, ctrl.Result{RequeueAfter: wait}, nil
+	}
+	// Still there and not being deleted, or stuck: the request did not take. Ask again.
+	return s.askDelete(ctx, id, true)
+}
+
+// markDeleting says so in DeviceReady, unless the deletion is reported stuck.
+func (s *Service) markDeleting(id string) {
+	if c := conditions.Get(s.scope.PacketMachine, infrav1.DeviceReadyCondition); c == nil || c.Reason != infrav1.DeviceDeletionStuckReason {
 		s.setCondition(metav1.ConditionFalse, clusterv1.DeletingReason, fmt.Sprintf("Deleting device %s", id))
 	}
+}
 
-	if requested {
-		dev, err := s.scope.Packet.GetDevice(ctx, id)
-		if packet.IsNotFound(err) {
-			s.gone(id)
-			return true, ctrl.Result{}, nil
-		}
-		if err != nil && !packet.IsForbidden(err) {
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
-			return false, res, err
-		}
-		if err != nil {
-			// A 403 for the device (a failed one) after its delete was asked: ask again below.
-			dev = &packet.Device{ID: id, State: packet.DeviceStateFailed}
-		}
-		pm.Status.InstanceStatus = dev.State
-		age := s.opts.Now().Sub(requestedAt)
-		if dev.State == packet.DeviceStateDeprovisioning && age < s.opts.DeleteDeadline {
-			scope.MarkAPIAvailable(pm)
-			return false, ctrl.Result{RequeueAfter: deletionPoll(age, s.opts.PollMin, s.opts.PollMax)}, nil
-		}
-		if dev.State == packet.DeviceStateDeprovisioning {
-			// Far longer than Packet takes: say so (a Warning event with the condition) and ask again.
-			s.setCondition(metav1.ConditionFalse, infrav1.DeviceDeletionStuckReason, fmt.Sprintf(
-				"Device %s is still %s %s after its deletion was asked; asking Packet again", id, dev.State, age.Round(time.Second)))
-		}
-		// Still there and not being deleted, or stuck: the request did not take. Ask again.
-	}
-
+// askDelete asks Packet to delete the device (again, after an earlier request did not take) and
+// records when.
+func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, ctrl.Result, error) {
+	pm := s.scope.PacketMachine
 	if err := s.scope.Packet.DeleteDevice(ctx, id); err != nil {
 		// A locked device, for example, is refused with the reason in the message.
 		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
 		return false, res, err
 	}
 	scope.MarkAPIAvailable(pm)
-	if !requested {
+	if !again {
 		record.Eventf(pm, "DeviceDeleting", "Deleting device %s", id)
 	}
 	s.setAnnotationTime(DeleteRequestedAnnotation, s.opts.Now())
 	// Deprovisioning takes tens of seconds at least; the first look waits for that.
 	return false, ctrl.Result{RequeueAfter: min(3*s.opts.PollMin, s.opts.PollMax)}, nil
+}
+
+// readForDeletion reads the device by ID. Packet answers 403 for some failed devices; the
+// project's list still shows them.
+func (s *Service) readForDeletion(ctx context.Context, id string) (*packet.Device, error) {
+	dev, err := s.scope.Packet.GetDevice(ctx, id)
+	if packet.IsForbidden(err) {
+		return s.listedDevice(ctx, id)
+	}
+	return dev, err
+}
+
+// deprovisioning reports whether to wait for a device whose deletion was asked at requestedAt
+// because Packet is deprovisioning it, and when to look again; not when its delete must be asked
+// again: it is not being deprovisioned, or has been for far longer than Packet takes (reported as
+// stuck).
+func (s *Service) deprovisioning(dev *packet.Device, requestedAt time.Time) (time.Duration, bool) {
+	pm := s.scope.PacketMachine
+	pm.Status.InstanceStatus = dev.State
+	if dev.State != packet.DeviceStateDeprovisioning {
+		return 0, false
+	}
+	age := s.opts.Now().Sub(requestedAt)
+	if age < s.opts.DeleteDeadline {
+		scope.MarkAPIAvailable(pm)
+		return deletionPoll(age, s.opts.PollMin, s.opts.PollMax), true
+	}
+	// Far longer than Packet takes: say so (a Warning event with the condition) and ask again.
+	s.setCondition(metav1.ConditionFalse, infrav1.DeviceDeletionStuckReason, fmt.Sprintf(
+		"Device %s is still %s %s after its deletion was asked; asking Packet again", dev.ID, dev.State, age.Round(time.Second)))
+	return 0, false
 }
 
 // adoptForDeletion finds the device of a machine that has no device ID recorded. It records the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,62 +17,12 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
 
-// Reconcile makes sure the machine has exactly one device and reports its state. It returns the
-// device once it is active; before that it returns nil and when to look again.
-//
-// The order is what keeps a machine at one device:
-//  1. a device recorded in spec.providerID is read by ID and never replaced;
-//  2. otherwise the project's devices carrying the machine's identity tags are adopted;
-//  3. otherwise, unless a create whose answer was lost may still show up, one is created.
-func (s *Service) Reconcile(ctx context.Context) (*packet.Device, ctrl.Result, error) {
-	dev, res, err := s.findOrCreate(ctx)
-	if dev == nil || err != nil {
-		return nil, res, err
-	}
-	return s.observe(dev)
-}
-
+// findOrCreate returns the machine's device: the recorded one, one found by its identity tags,
+// or a new one. Before a device exists it returns nil and when to look again.
 func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result, error) {
 	pm := s.scope.PacketMachine
 	if id := s.scope.DeviceID(); id != "" {
-		s.opts.SentCreates.forget(pm.UID)
-		// Polls of a provisioning fleet share one list of the project's devices; a device that
-		// list does not show is read by ID, so the 404 below is always Packet's own answer.
-		dev, err := s.scope.Packet.DeviceStatus(ctx, s.scope.ProjectID(), id)
-		if packet.IsNotFound(err) {
-			// The device existed (its ID was recorded) and is gone: deleted out of band. A new
-			// one would be a different machine to Cluster API; remediation replaces the Machine.
-			scope.MarkAPIAvailable(pm)
-			pm.Status.InstanceStatus = ""
-			s.opts.Progress.Forget(id)
-			if pm.Spec.SpotInstance {
-				s.setCondition(metav1.ConditionFalse, infrav1.DeviceReclaimedReason, fmt.Sprintf(
-					"Spot device %s no longer exists in Packet: reclaimed when the market price rose above spotPriceMax, or deleted. A MachineHealthCheck replaces the Machine; without one, delete the Machine", id))
-				return nil, ctrl.Result{}, nil
-			}
-			s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotFoundReason,
-				fmt.Sprintf("Device %s no longer exists in Packet; delete the Machine to replace it", id))
-			return nil, ctrl.Result{}, nil
-		}
-		if forbiddenDevice(err) {
-			// The project's list did not show it and Packet refuses it by ID: what Packet does
-			// for some failed devices. The key works (the list was read); the device does not.
-			scope.MarkAPIAvailable(pm)
-			s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisionFailedReason, fmt.Sprintf(
-				"Packet refuses to show device %s (%s), as it does for some failed devices. It is kept for inspection; delete the Machine to replace it", id, apiMessage(err)))
-			return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
-		}
-		if err != nil {
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
-			return nil, res, err
-		}
-		if why := s.notOwned(dev); why != "" {
-			scope.MarkAPIAvailable(pm)
-			s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotOwnedReason, fmt.Sprintf(
-				"Device %s in spec.providerID is not this cluster's: %s. It is neither followed nor deleted; delete this PacketMachine (its device stays) and let Cluster API create a new one", id, why))
-			return nil, ctrl.Result{}, nil
-		}
-		return dev, ctrl.Result{}, nil
+		return s.readRecorded(ctx, id)
 	}
 
 	if s.staleCopy() {
@@ -112,6 +61,51 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 		return nil, ctrl.Result{RequeueAfter: wait}, nil
 	}
 	return s.create(ctx)
+}
+
+// readRecorded reads the device recorded in spec.providerID. It is never replaced: gone,
+// refused or not the cluster's, it is reported in DeviceReady and left to the user or a
+// MachineHealthCheck.
+func (s *Service) readRecorded(ctx context.Context, id string) (*packet.Device, ctrl.Result, error) {
+	pm := s.scope.PacketMachine
+	s.opts.SentCreates.forget(pm.UID)
+	// Polls of a provisioning fleet share one list of the project's devices; a device that
+	// list does not show is read by ID, so the 404 below is always Packet's own answer.
+	dev, err := s.scope.Packet.DeviceStatus(ctx, s.scope.ProjectID(), id)
+	if packet.IsNotFound(err) {
+		// The device existed (its ID was recorded) and is gone: deleted out of band. A new
+		// one would be a different machine to Cluster API; remediation replaces the Machine.
+		scope.MarkAPIAvailable(pm)
+		pm.Status.InstanceStatus = ""
+		s.opts.Progress.Forget(id)
+		if pm.Spec.SpotInstance {
+			s.setCondition(metav1.ConditionFalse, infrav1.DeviceReclaimedReason, fmt.Sprintf(
+				"Spot device %s no longer exists in Packet: reclaimed when the market price rose above spotPriceMax, or deleted. A MachineHealthCheck replaces the Machine; without one, delete the Machine", id))
+			return nil, ctrl.Result{}, nil
+		}
+		s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotFoundReason,
+			fmt.Sprintf("Device %s no longer exists in Packet; delete the Machine to replace it", id))
+		return nil, ctrl.Result{}, nil
+	}
+	if forbiddenDevice(err) {
+		// The project's list did not show it and Packet refuses it by ID: what Packet does
+		// for some failed devices. The key works (the list was read); the device does not.
+		scope.MarkAPIAvailable(pm)
+		s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisionFailedReason, fmt.Sprintf(
+			"Packet refuses to show device %s (%s), as it does for some failed devices. It is kept for inspection; delete the Machine to replace it", id, apiMessage(err)))
+		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+	}
+	if err != nil {
+		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		return nil, res, err
+	}
+	if why := s.notOwned(dev); why != "" {
+		scope.MarkAPIAvailable(pm)
+		s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotOwnedReason, fmt.Sprintf(
+			"Device %s in spec.providerID is not this cluster's: %s. It is neither followed nor deleted; delete this PacketMachine (its device stays) and let Cluster API create a new one", id, why))
+		return nil, ctrl.Result{}, nil
+	}
+	return dev, ctrl.Result{}, nil
 }
 
 // findByTags returns the machine's device if Packet has one, looking through every page of the
@@ -200,148 +194,6 @@ func (s *Service) staleRead(ctx context.Context) (bool, ctrl.Result, error) {
 		return true, ctrl.Result{RequeueAfter: min(staleCopyRetry, s.opts.PollMin)}, err
 	}
 	return false, ctrl.Result{}, nil
-}
-
-// createInFlight returns how much longer an unanswered create may take to show in lists.
-func (s *Service) createInFlight() time.Duration {
-	started, ok := s.annotationTime(CreateStartedAnnotation)
-	if !ok {
-		return 0
-	}
-	return max(0, started.Add(s.opts.CreateConfirmWindow).Sub(s.opts.Now()))
-}
-
-// create sends the create request, trying each hardware reservation in turn.
-func (s *Service) create(ctx context.Context) (*packet.Device, ctrl.Result, error) {
-	pm := s.scope.PacketMachine
-	// Everything that led here was read from the cache. A copy older than this process's own
-	// writes (the device recorded, a create in flight, Packet's refusal of this spec) would
-	// send a second create; staleCopy catches that only for creates Packet accepted.
-	if stale, res, err := s.staleRead(ctx); stale {
-		return nil, res, err
-	}
-	req, res, err := s.buildRequest(ctx)
-	if req == nil {
-		return nil, res, err
-	}
-	reservations, nextAvailable, err := infrav1.ParseHardwareReservationIDs(pm.Spec.HardwareReservationID)
-	if err != nil {
-		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason, "spec.hardwareReservationID: "+err.Error())
-		return nil, ctrl.Result{}, nil //nolint:nilerr // reported in DeviceReady; only a spec change can help.
-	}
-	if len(reservations) > 0 {
-		if reservations, res, err = s.reservationsInLocation(ctx, req, reservations); reservations == nil {
-			return nil, res, err
-		}
-	}
-	candidates := reservations
-	switch {
-	case nextAvailable:
-		candidates = []string{infrav1.NextAvailableHardwareReservation}
-	case len(candidates) == 0:
-		candidates = []string{""}
-	}
-
-	// Written before the request: if its answer is lost, or the manager dies before reading it,
-	// the next reconcile knows a device may exist that lists do not show yet.
-	s.setAnnotationTime(CreateStartedAnnotation, s.opts.Now())
-	s.recordCluster()
-	if err := s.scope.PatchNow(ctx); err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	s.opts.SentCreates.add(pm.UID)
-
-	var lastErr error
-	for _, hr := range candidates {
-		req.HardwareReservationID = hr
-		dev, err := s.scope.Packet.CreateDevice(ctx, *req)
-		if err == nil {
-			if err := s.record(ctx, dev); err != nil {
-				// The device exists; the next reconcile adopts it by its tags.
-				return nil, ctrl.Result{}, err
-			}
-			record.Eventf(pm, "DeviceCreated", "Created device %s (%s, %s)", dev.ID, req.Plan, locationOf(req))
-			return dev, ctrl.Result{}, nil
-		}
-		lastErr = err
-		kind := packet.KindOf(err)
-		if !packet.Refused(err) {
-			// A timeout, a 5xx, a cut-off answer, a cancelled context: Packet may have created
-			// the device anyway. Never send a second create from here; the next reconcile looks
-			// the device up, and waits for slow lists.
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
-			return nil, res, err
-		}
-		if hr == "" || (kind != packet.KindCapacity && kind != packet.KindNotFound) {
-			break
-		}
-		// This reservation is taken, still being wiped, or not ours: try the next one.
-	}
-
-	// Packet refused every request, so no device was created and there is nothing to wait for.
-	s.removeAnnotation(CreateStartedAnnotation)
-	s.opts.SentCreates.forget(pm.UID)
-	if kind := packet.KindOf(lastErr); req.HardwareReservationID != "" && (kind == packet.KindCapacity || kind == packet.KindNotFound) {
-		scope.MarkAPIAvailable(pm)
-		s.setCondition(metav1.ConditionFalse, infrav1.HardwareReservationUnavailableReason,
-			fmt.Sprintf("No hardware reservation of %q can take the device now: %v", pm.Spec.HardwareReservationID, apiMessage(lastErr)))
-		// An error, so the workqueue backs off: reservations free up in minutes, not seconds.
-		return nil, ctrl.Result{}, lastErr
-	}
-	if pm.Spec.SpotInstance && packet.KindOf(lastErr) == packet.KindInvalid {
-		// Most likely a bid below the market: the market moves, so try again, slowly.
-		scope.MarkAPIAvailable(pm)
-		s.setCondition(metav1.ConditionFalse, infrav1.SpotBidRefusedReason, fmt.Sprintf(
-			"Packet refused the spot device (bid %g an hour): %s. Trying again in %s; raise spotPriceMax in the machine template for a better chance",
-			req.SpotPriceMax, apiMessage(lastErr), scope.SlowRetry))
-		s.refuseUntil(scope.SlowRetry)
-		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
-	}
-	res, err = scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, lastErr, 0)
-	if err == nil && res.RequeueAfter > 0 {
-		s.refuseUntil(res.RequeueAfter)
-	}
-	return nil, res, err
-}
-
-// refuseUntil holds further creates back for wait after Packet refused one, until the spec
-// changes (CreateRetryAnnotation).
-func (s *Service) refuseUntil(wait time.Duration) {
-	s.setAnnotationTime(CreateRetryAnnotation, s.opts.Now().Add(wait))
-}
-
-// refusedFor returns how much longer creates are held back after a refusal of this spec. The
-// refusal's DeviceReady condition carries the generation it was set at: a newer spec is tried
-// at once.
-func (s *Service) refusedFor() time.Duration {
-	pm := s.scope.PacketMachine
-	until, ok := s.annotationTime(CreateRetryAnnotation)
-	if c := conditions.Get(pm, infrav1.DeviceReadyCondition); !ok || c == nil || c.ObservedGeneration != pm.Generation {
-		return 0
-	}
-	return max(0, until.Sub(s.opts.Now()))
-}
-
-// waitingForCreate ends the DeviceReady message while an unanswered create may still show up.
-const waitingForCreate = "; the device may exist anyway: waiting up to "
-
-// waitForUnansweredCreate reports the wait after a create whose answer was lost. What Packet
-// said then (a 5xx, a timeout), recorded by HandleAPIError, stays in the message and its reason.
-func (s *Service) waitForUnansweredCreate(wait time.Duration) {
-	reason, cause := infrav1.DeviceProvisioningReason, "A device create got no answer"
-	if c := conditions.Get(s.scope.PacketMachine, infrav1.DeviceReadyCondition); c != nil && c.Reason == infrav1.PacketAPIErrorReason {
-		reason = c.Reason
-		cause, _, _ = strings.Cut(c.Message, waitingForCreate)
-	}
-	s.setCondition(metav1.ConditionFalse, reason, fmt.Sprintf("%s%s%s for it to show in Packet's lists before creating one",
-		cause, waitingForCreate, wait.Round(time.Second)))
-}
-
-func locationOf(req *packet.CreateDeviceRequest) string {
-	if req.Metro != "" {
-		return "metro " + req.Metro
-	}
-	return "facility " + req.Facility
 }
 
 // forbiddenDevice reports a 403 for one device read by ID, not for the project's list (which

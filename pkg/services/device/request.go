@@ -19,6 +19,27 @@ import (
 // defaultBillingCycle is what Packet itself assumes.
 const defaultBillingCycle = "hourly"
 
+// refusesSpec sets DeviceReady and reports true when the spec asks for what the provider does
+// not create, for a reason the webhook cannot see.
+func (s *Service) refusesSpec() bool {
+	pm := s.scope.PacketMachine
+	spec := pm.Spec
+	if spec.SpotInstance && s.scope.IsControlPlane() && pm.Annotations[infrav1.AllowSpotControlPlaneAnnotation] != "true" {
+		// Checked here too: a PacketMachineTemplate cannot know it is a control plane's. Not an
+		// InvalidRequest, which waits for a spec change: the fix is an annotation.
+		s.setCondition(metav1.ConditionFalse, infrav1.SpotControlPlaneNotAllowedReason, fmt.Sprintf(
+			"spec.spotInstance: control planes are not spot devices unless annotated %s: \"true\"; one price rise can reclaim several and lose etcd quorum",
+			infrav1.AllowSpotControlPlaneAnnotation))
+		return true
+	}
+	if spec.IPXEUrl != "" && spec.OS != infrav1.CustomIPXEOS {
+		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason,
+			fmt.Sprintf("spec.ipxeURL is only used with os %q, not %q", infrav1.CustomIPXEOS, spec.OS))
+		return true
+	}
+	return false
+}
+
 // buildRequest assembles the create request. When something the request needs is missing or
 // wrong it sets DeviceReady, and returns a nil request with when to try again.
 func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest, ctrl.Result, error) {
@@ -44,17 +65,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		return nil, ctrl.Result{}, err
 	}
 
-	if spec.SpotInstance && sc.IsControlPlane() && pm.Annotations[infrav1.AllowSpotControlPlaneAnnotation] != "true" {
-		// Checked here too: a PacketMachineTemplate cannot know it is a control plane's. Not an
-		// InvalidRequest, which waits for a spec change: the fix is an annotation.
-		s.setCondition(metav1.ConditionFalse, infrav1.SpotControlPlaneNotAllowedReason, fmt.Sprintf(
-			"spec.spotInstance: control planes are not spot devices unless annotated %s: \"true\"; one price rise can reclaim several and lose etcd quorum",
-			infrav1.AllowSpotControlPlaneAnnotation))
-		return nil, ctrl.Result{}, nil
-	}
-	if spec.IPXEUrl != "" && spec.OS != infrav1.CustomIPXEOS {
-		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason,
-			fmt.Sprintf("spec.ipxeURL is only used with os %q, not %q", infrav1.CustomIPXEOS, spec.OS))
+	if s.refusesSpec() {
 		return nil, ctrl.Result{}, nil
 	}
 
@@ -72,6 +83,14 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	// The identity tag comes from the annotation, which create persists with
 	// CreateStartedAnnotation before sending; a request never sent leaves nothing tagged with it.
 	sc.EnsureIdentity()
+	return s.newRequest(userData, keyIDs), ctrl.Result{}, nil
+}
+
+// newRequest is the create request for the spec, with the bootstrap user-data and the IDs of the
+// project SSH keys to install.
+func (s *Service) newRequest(userData string, keyIDs []string) *packet.CreateDeviceRequest {
+	sc := s.scope
+	pm, spec := sc.PacketMachine, sc.PacketMachine.Spec
 	metro, facility := sc.Location()
 	req := &packet.CreateDeviceRequest{
 		ProjectID:        sc.ProjectID(),
@@ -99,7 +118,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	if spec.CustomData != nil && len(spec.CustomData.Raw) > 0 {
 		req.CustomData = string(spec.CustomData.Raw)
 	}
-	return req, ctrl.Result{}, nil
+	return req
 }
 
 // deviceTags are the identity tags followed by the user's tags, without repeats. A user tag

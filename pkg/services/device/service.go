@@ -4,17 +4,20 @@
 // Creating a second device for one machine is the failure this package exists to prevent. The
 // device is found again by its identity tags before every create, the intent to create is
 // written to the PacketMachine before the request is sent, and the device ID is written right
-// after; see find.go.
+// after; see find.go and create.go.
 package device
 
 import (
+	"context"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
 
@@ -166,3 +169,18 @@ func (s *Service) setAnnotationTime(key string, t time.Time) {
 }
 
 func (s *Service) removeAnnotation(key string) { delete(s.scope.PacketMachine.Annotations, key) }
+
+// Reconcile makes sure the machine has exactly one device and reports its state. It returns the
+// device once it is active; before that it returns nil and when to look again.
+//
+// The order is what keeps a machine at one device:
+//  1. a device recorded in spec.providerID is read by ID and never replaced;
+//  2. otherwise the project's devices carrying the machine's identity tags are adopted;
+//  3. otherwise, unless a create whose answer was lost may still show up, one is created.
+func (s *Service) Reconcile(ctx context.Context) (*packet.Device, ctrl.Result, error) {
+	dev, res, err := s.findOrCreate(ctx)
+	if dev == nil || err != nil {
+		return nil, res, err
+	}
+	return s.observe(dev)
+}

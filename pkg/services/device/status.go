@@ -36,23 +36,7 @@ func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, erro
 
 	switch dev.State {
 	case packet.DeviceStateActive:
-		s.opts.Progress.Forget(dev.ID)
-		pm.Status.Addresses = addresses(dev)
-		if dev.Facility != "" {
-			pm.Status.FailureDomain = dev.Facility
-		}
-		if !dev.TerminationTime.IsZero() {
-			return nil, s.terminationScheduled(dev), nil
-		}
-		if !conditions.IsTrue(pm, infrav1.DeviceReadyCondition) {
-			record.Eventf(pm, "DeviceActive", "Device %s is active in %s", dev.ID, dev.Facility)
-		}
-		s.setCondition(metav1.ConditionTrue, infrav1.DeviceActiveReason, fmt.Sprintf("Device %s is active", dev.ID))
-		if dev.SpotInstance {
-			// Packet may reclaim it at any time; look often enough to pass the notice on.
-			return dev, ctrl.Result{RequeueAfter: s.opts.SpotWatch}, nil
-		}
-		return dev, ctrl.Result{}, nil
+		return s.observeActive(dev)
 
 	case packet.DeviceStateQueued, packet.DeviceStateProvisioning, stateReinstalling:
 		msg, reason := fmt.Sprintf("Device %s is %s", dev.ID, dev.State), infrav1.DeviceProvisioningReason
@@ -90,6 +74,29 @@ func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, erro
 	}
 	s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisioningReason, fmt.Sprintf("Device %s is %s", dev.ID, dev.State))
 	return nil, ctrl.Result{RequeueAfter: s.opts.PollMax}, nil
+}
+
+// observeActive reports an active device: its addresses and facility, and whether Packet is
+// going to terminate it. A spot device is looked at again soon, to pass a notice on.
+func (s *Service) observeActive(dev *packet.Device) (*packet.Device, ctrl.Result, error) {
+	pm := s.scope.PacketMachine
+	s.opts.Progress.Forget(dev.ID)
+	pm.Status.Addresses = addresses(dev)
+	if dev.Facility != "" {
+		pm.Status.FailureDomain = dev.Facility
+	}
+	if !dev.TerminationTime.IsZero() {
+		return nil, s.terminationScheduled(dev), nil
+	}
+	if !conditions.IsTrue(pm, infrav1.DeviceReadyCondition) {
+		record.Eventf(pm, "DeviceActive", "Device %s is active in %s", dev.ID, dev.Facility)
+	}
+	s.setCondition(metav1.ConditionTrue, infrav1.DeviceActiveReason, fmt.Sprintf("Device %s is active", dev.ID))
+	if dev.SpotInstance {
+		// Packet may reclaim it at any time; look often enough to pass the notice on.
+		return dev, ctrl.Result{RequeueAfter: s.opts.SpotWatch}, nil
+	}
+	return dev, ctrl.Result{}, nil
 }
 
 // terminationScheduled reports a device Packet is going to delete (a spot device outbid on the

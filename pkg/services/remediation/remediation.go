@@ -100,8 +100,10 @@ func MachineHealthy(m *clusterv1.Machine, since time.Time) bool {
 func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	rem, m := s.rem, s.Machine.Machine
 	strategy := rem.Spec.StrategyOrDefault()
-	idx := int(ptr.Deref(rem.Status.CurrentStep, 0))
-	rem.Status.CurrentStep = ptr.To(int32(idx))
+	if rem.Status.CurrentStep == nil {
+		rem.Status.CurrentStep = ptr.To[int32](0)
+	}
+	idx := int(*rem.Status.CurrentStep)
 	started := time.Time{}
 	if rem.Status.LastStepStartTime != nil {
 		started = rem.Status.LastStepStartTime.Time
@@ -187,10 +189,7 @@ func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int
 			return s.waitForDevice(dev)
 		}
 		err = s.reinstall(ctx, deviceID)
-		var ude *device.UserDataError
-		if errors.As(err, &ude) {
-			conditions.Set(rem, metav1.Condition{Type: infrav1.StepSucceededCondition, Status: metav1.ConditionFalse,
-				Reason: ude.Reason, Message: ude.Error()})
+		if s.userDataMissing(err) {
 			return ctrl.Result{RequeueAfter: s.Poll}, nil
 		}
 		if err == nil {
@@ -201,6 +200,25 @@ func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int
 	if err != nil {
 		return scope.HandleAPIError(rem, infrav1.StepSucceededCondition, err, scope.SlowRetry)
 	}
+	return s.attempted(step, idx, deviceID, reason, what), nil
+}
+
+// userDataMissing reports, in StepSucceeded, a reinstall that could not be asked for because the
+// Machine's bootstrap data is not there (or not usable) yet.
+func (s *Service) userDataMissing(err error) bool {
+	var ude *device.UserDataError
+	if !errors.As(err, &ude) {
+		return false
+	}
+	conditions.Set(s.rem, metav1.Condition{Type: infrav1.StepSucceededCondition, Status: metav1.ConditionFalse,
+		Reason: ude.Reason, Message: ude.Error()})
+	return true
+}
+
+// attempted records an attempt of the step that Packet accepted (what was done to the device,
+// for the message) and waits for the Machine to be healthy, up to the step's timeout.
+func (s *Service) attempted(step infrav1.RemediationStep, idx int, deviceID, reason, what string) ctrl.Result {
+	rem := s.rem
 	scope.MarkAPIAvailable(rem)
 	rem.Status.StepAttempts++
 	rem.Status.LastStepStartTime = &metav1.Time{Time: s.Now()}
@@ -211,7 +229,7 @@ func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int
 	conditions.Set(rem, metav1.Condition{Type: infrav1.StepSucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 	conditions.Set(rem, metav1.Condition{Type: infrav1.RemediationSucceededCondition, Status: metav1.ConditionFalse,
 		Reason: infrav1.RemediationInProgressReason, Message: msg})
-	return ctrl.Result{RequeueAfter: min(step.TimeoutOrDefault(), s.Poll)}, nil
+	return ctrl.Result{RequeueAfter: min(step.TimeoutOrDefault(), s.Poll)}
 }
 
 // reinstall gives the device the Machine's current user-data, then reinstalls its operating
@@ -252,7 +270,7 @@ func (s *Service) next(step infrav1.RemediationStep, idx int, timeout time.Durat
 	record.Warnf(rem, infrav1.StepTimedOutReason, "%s", msg)
 	conditions.Set(rem, metav1.Condition{Type: infrav1.StepSucceededCondition, Status: metav1.ConditionFalse,
 		Reason: infrav1.StepTimedOutReason, Message: msg})
-	rem.Status.CurrentStep = ptr.To(int32(idx + 1))
+	rem.Status.CurrentStep = ptr.To(*rem.Status.CurrentStep + 1) // Reconcile set it to idx
 	rem.Status.StepAttempts = 0
 	rem.Status.LastStepStartTime = nil
 }

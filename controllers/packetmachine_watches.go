@@ -143,7 +143,7 @@ func metaChanged(a, b metav1.ObjectMeta, ignoredAnnotations ...string) bool {
 }
 
 // bootstrapSecretIndex indexes Machines by the name of their bootstrap data Secret.
-const bootstrapSecretIndex = "spec.bootstrap.dataSecretName"
+const bootstrapSecretIndex = "spec.bootstrap.dataSecretName" //nolint:gosec // a field path, not a credential
 
 func indexBootstrapSecret(o client.Object) []string {
 	m, ok := o.(*clusterv1.Machine)

@@ -77,7 +77,7 @@ const (
 	SpotBidRefusedReason             = "SpotBidRefused"
 	SpotControlPlaneNotAllowedReason = "SpotControlPlaneNotAllowed"
 	// APIKeyNotExposableReason: exposeAPIKeyInUserData without the cluster's own credentials.
-	APIKeyNotExposableReason = "APIKeyNotExposable"
+	APIKeyNotExposableReason = "APIKeyNotExposable" //nolint:gosec // a condition reason, not a credential
 	// DeviceNotOwnedReason: spec.providerID names a device outside the cluster's project or tags.
 	DeviceNotOwnedReason = "DeviceNotOwned"
 	// EMLB: the load balancer serves the endpoint; it is being set up; the metro has none; an

@@ -49,9 +49,10 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if err := run(ctx, mode, *machines, *provisioning, *rate, *chaos, *managerBin, *workDir,
-		secretsFlags{count: *secrets, size: *secretSize}, *controllerManager); err != nil {
+	err := run(ctx, mode, *machines, *provisioning, *rate, *chaos, *managerBin, *workDir,
+		secretsFlags{count: *secrets, size: *secretSize}, *controllerManager)
+	cancel()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}

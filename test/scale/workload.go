@@ -81,14 +81,14 @@ func (w *workload) create(ctx context.Context) error {
 		return err
 	}
 	for i := range w.n {
-		if err := w.createMachine(ctx, cluster, i); err != nil {
+		if err := w.createMachine(ctx, i); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *workload) createMachine(ctx context.Context, cluster *clusterv1.Cluster, i int) error {
+func (w *workload) createMachine(ctx context.Context, i int) error {
 	name := fmt.Sprintf("m-%04d", i)
 	labels := map[string]string{clusterv1.ClusterNameLabel: w.cluster}
 	if i == 0 {

@@ -111,7 +111,7 @@ type Client interface {
 const DefaultAPIURL = "https://api.equinix.com/metal/v1/"
 
 // consumerToken identifies the provider to Packet, next to the User-Agent.
-const consumerToken = "cluster-api-provider-packet"
+const consumerToken = "cluster-api-provider-packet" //nolint:gosec // Packet's public consumer name, not a secret
 
 // Options configure a Client.
 type Options struct {

@@ -90,7 +90,7 @@ const LoadBalancerProviderID = "loadpvd-gOB_-byp5ebFo7A3LHv2B"
 // endpoint that exchanges a Metal API key for its bearer tokens.
 const (
 	DefaultLBaaSURL         = "https://lb.metalctrl.io/"
-	DefaultTokenExchangeURL = "https://iam.metalctrl.io/api-keys/exchange"
+	DefaultTokenExchangeURL = "https://iam.metalctrl.io/api-keys/exchange" //nolint:gosec // a URL, not a credential
 )
 
 // loadBalancerLocations maps the metros with load balancers to their LBaaS location IDs, which

@@ -134,7 +134,7 @@ func (e *Emulator) Step(ctx context.Context) {
 			delete(e.hosts, id)
 		}
 	}
-	e.route(ctx, devices, now)
+	e.route(devices, now)
 }
 
 func (e *Emulator) observe(ctx context.Context, h *host, d *packetsim.Device, now time.Time) {
@@ -225,7 +225,7 @@ func (e *Emulator) addresses(d *packetsim.Device) []corev1.NodeAddress {
 // route decides, for each cluster, whether Packet delivers traffic for its endpoint to a live
 // control plane, opens or closes the endpoint accordingly, and lets the emulated CPEM move the
 // elastic IP when its holder is gone. A cluster without control planes left is dropped.
-func (e *Emulator) route(ctx context.Context, devices map[string]*packetsim.Device, now time.Time) {
+func (e *Emulator) route(devices map[string]*packetsim.Device, now time.Time) {
 	for endpoint, c := range e.clusters {
 		var live []*host
 		members, projectID := 0, ""

@@ -136,7 +136,8 @@ func (h *host) stopScript() {
 	}
 	_ = syscall.Kill(-h.script.cmd.Process.Pid, syscall.SIGKILL)
 	select {
-	case <-h.script.done:
+	case err := <-h.script.done:
+		_ = err // killed: its exit status says nothing more
 	case <-time.After(5 * time.Second):
 	}
 	_ = os.RemoveAll(h.script.dir)

@@ -3,12 +3,11 @@ package packetsim
 import (
 	"net/http"
 	"regexp"
-	"time"
 
 	"github.com/google/uuid"
 )
 
-func (s *Server) renderBGPConfig(c *BGPConfig, now time.Time) map[string]any {
+func (s *Server) renderBGPConfig(c *BGPConfig) map[string]any {
 	sessions := []any{}
 	for _, bs := range s.sessionsWhere(func(bs *BGPSession) bool {
 		d := s.st.Devices[bs.DeviceID]
@@ -36,14 +35,14 @@ func (s *Server) getBGPConfig(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	now := s.readLock()
+	s.readLock()
 	defer s.mu.RUnlock()
 	if _, err := s.project(r, projectID); err != nil {
 		s.writeError(w, err)
 		return
 	}
 	if c := s.st.BGPConfigs[projectID]; c != nil {
-		s.writeJSON(w, http.StatusOK, s.renderBGPConfig(c, now))
+		s.writeJSON(w, http.StatusOK, s.renderBGPConfig(c))
 		return
 	}
 	s.writeBody(w, http.StatusOK, []byte("{}"))

@@ -51,7 +51,7 @@ var _ = Describe("Cluster API MachineDeployment scale", Label(ciLabel), func() {
 var _ = Describe("Cluster API KubeadmControlPlane and MachineDeployment rollout", func() {
 	AfterEach(expectNoLeaks)
 
-	Context("kcp-md-taints flavour: in-place changes and taints, then rollouts of workers and control plane", func() {
+	Context("kcp-md-taints flavour: in-place changes and taints, then the workers rolled to a new template", func() {
 		capie2e.KCPAndMachineDeploymentRolloutSpec(ctx, func() capie2e.KCPAndMachineDeploymentRolloutSpecInput {
 			return capie2e.KCPAndMachineDeploymentRolloutSpecInput{E2EConfig: e2eConfig, ClusterctlConfigPath: clusterctlConfigPath,
 				BootstrapClusterProxy: bootstrapClusterProxy, ArtifactFolder: artifactFolder, InfrastructureProvider: ptr.To("packet"),

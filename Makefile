@@ -243,7 +243,7 @@ test-e2e-packet: sandbox-bins ## Run this provider's e2e suite (test/e2e) on a s
 	$(E2E_ENV) go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: test-e2e-capi
-test-e2e-capi: sandbox-bins ## Run Cluster API's own e2e specs (test/e2e/capi), all unless CAPI_GINKGO_FLAGS filters, on a sandbox it starts; artifacts in _artifacts/capi/.
+test-e2e-capi: sandbox-bins | e2e-script-tools ## Run Cluster API's own e2e specs (test/e2e/capi), all unless CAPI_GINKGO_FLAGS filters, on a sandbox it starts; artifacts in _artifacts/capi/.
 	$(E2E_ENV) go test ./test/e2e/capi -count=1 -timeout $(CAPI_E2E_TIMEOUT) -v -args -ginkgo.v $(CAPI_GINKGO_FLAGS)
 
 ##@ Tilt (the sandbox loop, no container engine: Tiltfile, docs/tilt.md)
@@ -475,6 +475,16 @@ buildah:
 		if [ "$$(id -u)" != 0 ]; then echo "install buildah and ca-certificates (Debian: apt-get install buildah ca-certificates)"; exit 1; fi; \
 		echo "Installing buildah and ca-certificates from Debian's packages"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah ca-certificates >/dev/null; \
+	fi
+
+# The KCP remediation spec's /wait-signal.sh, which the boot emulation runs, calls curl and jq;
+# they come from Debian's packages, installed here as root (CI).
+.PHONY: e2e-script-tools
+e2e-script-tools:
+	@if ! command -v curl >/dev/null || ! command -v jq >/dev/null; then \
+		if [ "$$(id -u)" != 0 ]; then echo "install curl and jq (Debian: apt-get install curl jq)"; exit 1; fi; \
+		echo "Installing curl and jq from Debian's packages"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl jq >/dev/null; \
 	fi
 
 .PHONY: docker-build

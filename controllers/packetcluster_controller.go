@@ -29,6 +29,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
@@ -155,7 +156,7 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}()
 	if credErr != nil {
-		return scope.HandleAPIError(pc, infrav1.PacketAPIAvailableCondition, credErr, scope.SlowRetry)
+		return apistatus.Record(pc, apistatus.NoStep, credErr, apistatus.SlowRetry)
 	}
 
 	if !pc.DeletionTimestamp.IsZero() {
@@ -186,7 +187,7 @@ func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.
 	if len(pc.Status.FailureDomains) == 0 {
 		fds, err := failuredomains.Compute(ctx, s)
 		if err != nil {
-			return scope.HandleAPIError(pc, infrav1.PacketAPIAvailableCondition, err, scope.SlowRetry)
+			return apistatus.Record(pc, apistatus.NoStep, err, apistatus.SlowRetry)
 		}
 		pc.Status.FailureDomains = fds
 	}
@@ -221,7 +222,7 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	// the machines are unused now.
 	deleted, err := sshkeys.DeleteRegistered(ctx, s.Packet, pc.Spec.ProjectID, infrav1.SSHKeyLabel(pc.Namespace, s.Cluster.Name))
 	if err != nil {
-		return scope.HandleAPIError(pc, infrav1.PacketAPIAvailableCondition, err, scope.SlowRetry)
+		return apistatus.Record(pc, apistatus.NoStep, err, apistatus.SlowRetry)
 	}
 	if deleted > 0 {
 		record.Eventf(pc, "SSHKeysDeleted", "Deleted %d project SSH keys registered for the cluster's machines", deleted)

@@ -144,7 +144,7 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}()
 	if credErr != nil {
-		return scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, credErr, scope.SlowRetry)
+		return device.CredentialsFailed(pm, credErr)
 	}
 
 	if !pm.DeletionTimestamp.IsZero() {
@@ -194,15 +194,15 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 	if s.DeviceID() == "" {
 		if !s.Cluster.DeletionTimestamp.IsZero() || !s.PacketCluster.DeletionTimestamp.IsZero() {
 			// A device created now would outlive the cluster's credentials and elastic IP.
-			setDeviceWaiting(pm, infrav1.WaitingForClusterInfrastructureReason, "The cluster is being deleted; no device is created for it")
+			device.SetWaiting(pm, infrav1.WaitingForClusterInfrastructureReason, "The cluster is being deleted; no device is created for it")
 			return ctrl.Result{}, nil
 		}
 		if !ptr.Deref(s.Cluster.Status.Initialization.InfrastructureProvisioned, false) {
-			setDeviceWaiting(pm, infrav1.WaitingForClusterInfrastructureReason, "Waiting for the cluster's infrastructure to be provisioned")
+			device.SetWaiting(pm, infrav1.WaitingForClusterInfrastructureReason, "Waiting for the cluster's infrastructure to be provisioned")
 			return ctrl.Result{}, nil
 		}
 		if s.Machine.Spec.Bootstrap.DataSecretName == nil {
-			setDeviceWaiting(pm, infrav1.WaitingForBootstrapDataReason, "Waiting for the Machine's bootstrap data secret")
+			device.SetWaiting(pm, infrav1.WaitingForBootstrapDataReason, "Waiting for the Machine's bootstrap data secret")
 			return ctrl.Result{}, nil
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/capacity"
 )
 
@@ -120,7 +121,7 @@ func (r *PacketMachineTemplateReconciler) Reconcile(ctx context.Context, req ctr
 	}
 	creds, err := scope.ResolveCredentials(ctx, r.Client, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	if err != nil {
-		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil //nolint:nilerr // the PacketCluster reports its credentials.
+		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil //nolint:nilerr // the PacketCluster reports its credentials.
 	}
 	pclient, err := r.Packet.ClientFor(creds.Source, creds.APIKey)
 	if err != nil {
@@ -132,7 +133,7 @@ func (r *PacketMachineTemplateReconciler) Reconcile(ctx context.Context, req ctr
 	var unknown *capacity.ErrUnknownPlan
 	if errors.As(err, &unknown) {
 		record.Warnf(pmt, "UnknownPlan", "%s; the autoscaler cannot scale this template from zero", err)
-		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err

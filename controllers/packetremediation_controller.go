@@ -157,7 +157,7 @@ func (r *PacketRemediationReconciler) remediate(ctx context.Context, rem *infrav
 	}
 	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	if credErr != nil {
-		return scope.HandleAPIError(rem, infrav1.StepSucceededCondition, credErr, scope.SlowRetry)
+		return remediation.CredentialsFailed(rem, credErr)
 	}
 	// Only read: the scope is never closed, so the PacketMachine is never patched from here.
 	ms, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,

@@ -14,6 +14,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // DefaultLocalASN is the private ASN devices announce from when neither the PacketCluster nor
@@ -43,7 +44,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	cfg, err := s.scope.Packet.GetBGPConfig(ctx, pc.Spec.ProjectID)
 	if err != nil {
-		return scope.HandleAPIError(pc, infrav1.BGPReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pc, infrav1.BGPReadyCondition, err, apistatus.SlowRetry)
 	}
 	if cfg == nil {
 		asn := s.defaultASN
@@ -53,11 +54,11 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 		req := packet.BGPConfigRequest{DeploymentType: "local", ASN: int(asn), MD5: s.scope.Credentials.BGPPassword,
 			UseCase: "kubernetes-load-balancer"}
 		if err := s.scope.Packet.EnableBGP(ctx, pc.Spec.ProjectID, req); err != nil {
-			return scope.HandleAPIError(pc, infrav1.BGPReadyCondition, err, scope.SlowRetry)
+			return apistatus.Record(pc, infrav1.BGPReadyCondition, err, apistatus.SlowRetry)
 		}
 		record.Eventf(pc, "BGPEnabled", "Enabled local BGP with ASN %d on project %s", asn, pc.Spec.ProjectID)
 	}
-	scope.MarkAPIAvailable(pc)
+	apistatus.Answered(pc)
 	conditions.Set(pc, metav1.Condition{Type: infrav1.BGPReadyCondition, Status: metav1.ConditionTrue,
 		Reason: "BGPEnabled", Message: fmt.Sprintf("Project %s has BGP", pc.Spec.ProjectID)})
 	return ctrl.Result{}, nil

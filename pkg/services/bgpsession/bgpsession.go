@@ -15,6 +15,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // Service manages the BGP session of one machine's device.
@@ -42,9 +43,9 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	if err := s.scope.Packet.EnsureBGPSession(ctx, dev.ID); err != nil {
-		return scope.HandleAPIError(pm, infrav1.BGPSessionReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pm, infrav1.BGPSessionReadyCondition, err, apistatus.SlowRetry)
 	}
-	scope.MarkAPIAvailable(pm)
+	apistatus.Answered(pm)
 	record.Eventf(pm, "BGPSessionCreated", "Device %s has an IPv4 BGP session", dev.ID)
 	s.set(metav1.ConditionTrue, infrav1.BGPSessionCreatedReason, fmt.Sprintf("Device %s has an IPv4 BGP session", dev.ID))
 	return ctrl.Result{}, nil

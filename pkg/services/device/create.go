@@ -13,7 +13,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // createInFlight returns how much longer an unanswered create may take to show in lists.
@@ -114,7 +114,7 @@ func (s *Service) send(ctx context.Context, req *packet.CreateDeviceRequest, can
 			// A timeout, a 5xx, a cut-off answer, a cancelled context: Packet may have created
 			// the device anyway. Never send a second create from here; the next reconcile looks
 			// the device up, and waits for slow lists.
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 			return sent{}, res, err
 		}
 		if hr == "" || (kind != packet.KindCapacity && kind != packet.KindNotFound) {
@@ -133,7 +133,7 @@ func (s *Service) refused(req *packet.CreateDeviceRequest, lastErr error) (*pack
 	s.removeAnnotation(CreateStartedAnnotation)
 	s.opts.SentCreates.forget(pm.UID)
 	if kind := packet.KindOf(lastErr); req.HardwareReservationID != "" && (kind == packet.KindCapacity || kind == packet.KindNotFound) {
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		s.setCondition(metav1.ConditionFalse, infrav1.HardwareReservationUnavailableReason,
 			fmt.Sprintf("No hardware reservation of %q can take the device now: %v", pm.Spec.HardwareReservationID, apiMessage(lastErr)))
 		// An error, so the workqueue backs off: reservations free up in minutes, not seconds.
@@ -141,14 +141,14 @@ func (s *Service) refused(req *packet.CreateDeviceRequest, lastErr error) (*pack
 	}
 	if pm.Spec.SpotInstance && packet.KindOf(lastErr) == packet.KindInvalid {
 		// Most likely a bid below the market: the market moves, so try again, slowly.
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		s.setCondition(metav1.ConditionFalse, infrav1.SpotBidRefusedReason, fmt.Sprintf(
 			"Packet refused the spot device (bid %g an hour): %s. Trying again in %s; raise spotPriceMax in the machine template for a better chance",
-			req.SpotPriceMax, apiMessage(lastErr), scope.SlowRetry))
-		s.refuseUntil(scope.SlowRetry)
-		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+			req.SpotPriceMax, apiMessage(lastErr), apistatus.SlowRetry))
+		s.refuseUntil(apistatus.SlowRetry)
+		return nil, ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 	}
-	res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, lastErr, 0)
+	res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, lastErr, 0)
 	if err == nil && res.RequeueAfter > 0 {
 		s.refuseUntil(res.RequeueAfter)
 	}
@@ -177,7 +177,7 @@ func (s *Service) refusedFor() time.Duration {
 const waitingForCreate = "; the device may exist anyway: waiting up to "
 
 // waitForUnansweredCreate reports the wait after a create whose answer was lost. What Packet
-// said then (a 5xx, a timeout), recorded by HandleAPIError, stays in the message and its reason.
+// said then (a 5xx, a timeout), recorded by apistatus.Record, stays in the message and its reason.
 func (s *Service) waitForUnansweredCreate(wait time.Duration) {
 	reason, cause := infrav1.DeviceProvisioningReason, "A device create got no answer"
 	if c := conditions.Get(s.scope.PacketMachine, infrav1.DeviceReadyCondition); c != nil && c.Reason == infrav1.PacketAPIErrorReason {

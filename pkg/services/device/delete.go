@@ -13,7 +13,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // Delete deletes the machine's device and reports done only once Packet answers 404 for it, so
@@ -48,16 +48,16 @@ func (s *Service) firstDelete(ctx context.Context, id string) (bool, ctrl.Result
 		s.gone(id)
 		return true, ctrl.Result{}, nil
 	case err != nil:
-		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return false, res, err
 	}
 	if why := s.notOwned(dev); why != "" {
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		record.Warnf(pm, infrav1.DeviceNotOwnedReason, "Not deleting device %s, which spec.providerID names: %s", id, why)
 		return true, ctrl.Result{}, nil
 	}
 	if err := s.deleteDuplicates(ctx, id); err != nil {
-		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return false, res, err
 	}
 	s.markDeleting(id)
@@ -75,7 +75,7 @@ func (s *Service) followDelete(ctx context.Context, id string, requestedAt time.
 		return true, ctrl.Result{}, nil
 	}
 	if err != nil && !packet.IsForbidden(err) {
-		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return false, res, err
 	}
 	if err != nil {
@@ -102,10 +102,10 @@ func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, c
 	pm := s.scope.PacketMachine
 	if err := s.scope.Packet.DeleteDevice(ctx, id); err != nil {
 		// A locked device, for example, is refused with the reason in the message.
-		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return false, res, err
 	}
-	scope.MarkAPIAvailable(pm)
+	apistatus.Answered(pm)
 	if !again {
 		record.Eventf(pm, "DeviceDeleting", "Deleting device %s", id)
 	}
@@ -136,7 +136,7 @@ func (s *Service) deprovisioning(dev *packet.Device, requestedAt time.Time) (tim
 	}
 	age := s.opts.Now().Sub(requestedAt)
 	if age < s.opts.DeleteDeadline {
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		return deletionPoll(age, s.opts.PollMin, s.opts.PollMax), true
 	}
 	// Far longer than Packet takes: say so (a Warning event with the condition) and ask again.
@@ -152,7 +152,7 @@ func (s *Service) adoptForDeletion(ctx context.Context) (found bool, _ ctrl.Resu
 	pm := s.scope.PacketMachine
 	devices, err := s.scope.Packet.FindDevicesByTags(ctx, s.scope.ProjectID(), s.scope.IdentityTags()...)
 	if err != nil {
-		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return false, res, err
 	}
 	if len(devices) == 0 {
@@ -176,7 +176,7 @@ func (s *Service) adoptForDeletion(ctx context.Context) (found bool, _ ctrl.Resu
 			continue
 		}
 		if err := s.scope.Packet.DeleteDevice(ctx, devices[i].ID); err != nil {
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 			return false, res, err
 		}
 		record.Warnf(pm, "DuplicateDevices", "Deleted device %s, a duplicate of %s tagged for this machine", devices[i].ID, devices[oldest].ID)
@@ -230,7 +230,7 @@ func (s *Service) listedDevice(ctx context.Context, id string) (*packet.Device, 
 // gone records that Packet no longer has the device.
 func (s *Service) gone(id string) {
 	pm := s.scope.PacketMachine
-	scope.MarkAPIAvailable(pm)
+	apistatus.Answered(pm)
 	s.opts.Progress.Forget(id)
 	s.opts.SentCreates.forget(pm.UID)
 	pm.Status.InstanceStatus = ""

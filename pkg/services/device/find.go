@@ -14,7 +14,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // findOrCreate returns the machine's device: the recorded one, one found by its identity tags,
@@ -31,7 +31,7 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 	}
 	dev, err := s.findByTags(ctx)
 	if err != nil {
-		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return nil, res, err
 	}
 	if dev != nil {
@@ -46,7 +46,7 @@ func (s *Service) findOrCreate(ctx context.Context) (*packet.Device, ctrl.Result
 		if stale, res, err := s.staleRead(ctx); stale {
 			return nil, res, err
 		}
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		s.waitForUnansweredCreate(wait)
 		return nil, ctrl.Result{RequeueAfter: min(s.opts.PollMin, wait)}, nil
 	}
@@ -75,7 +75,7 @@ func (s *Service) readRecorded(ctx context.Context, id string) (*packet.Device, 
 	if packet.IsNotFound(err) {
 		// The device existed (its ID was recorded) and is gone: deleted out of band. A new
 		// one would be a different machine to Cluster API; remediation replaces the Machine.
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		pm.Status.InstanceStatus = ""
 		s.opts.Progress.Forget(id)
 		if pm.Spec.SpotInstance {
@@ -90,17 +90,17 @@ func (s *Service) readRecorded(ctx context.Context, id string) (*packet.Device, 
 	if forbiddenDevice(err) {
 		// The project's list did not show it and Packet refuses it by ID: what Packet does
 		// for some failed devices. The key works (the list was read); the device does not.
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisionFailedReason, fmt.Sprintf(
 			"Packet refuses to show device %s (%s), as it does for some failed devices. It is kept for inspection; delete the Machine to replace it", id, apiMessage(err)))
-		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		return nil, ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 	}
 	if err != nil {
-		res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return nil, res, err
 	}
 	if why := s.notOwned(dev); why != "" {
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		s.setCondition(metav1.ConditionFalse, infrav1.DeviceNotOwnedReason, fmt.Sprintf(
 			"Device %s in spec.providerID is not this cluster's: %s. It is neither followed nor deleted; delete this PacketMachine (its device stays) and let Cluster API create a new one", id, why))
 		return nil, ctrl.Result{}, nil

@@ -12,6 +12,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/userdata"
 )
@@ -57,7 +58,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 		case infrav1.BootstrapDataInvalidReason:
 			// The bootstrap Secret is not watched; it may be fixed without the PacketMachine changing.
 			record.Warnf(pm, infrav1.BootstrapDataInvalidReason, "%s", ude.Error())
-			return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+			return nil, ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 		}
 		return nil, ctrl.Result{}, nil
 	}
@@ -73,7 +74,7 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	if err != nil {
 		var apiErr *packet.Error
 		if errors.As(err, &apiErr) {
-			res, err := scope.HandleAPIError(pm, infrav1.DeviceReadyCondition, err, 0)
+			res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, 0)
 			return nil, res, err
 		}
 		s.setCondition(metav1.ConditionFalse, infrav1.InvalidRequestReason, err.Error())

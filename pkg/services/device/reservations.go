@@ -10,7 +10,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // reservationsInLocation keeps the hardware reservations that are in the machine's metro or
@@ -27,7 +27,7 @@ func (s *Service) reservationsInLocation(ctx context.Context, req *packet.Create
 		case packet.IsNotFound(err) || packet.KindOf(err) == packet.KindUnauthorized:
 			kept = append(kept, id)
 		case err != nil:
-			res, err := scope.HandleAPIError(s.scope.PacketMachine, infrav1.DeviceReadyCondition, err, scope.SlowRetry)
+			res, err := apistatus.Record(s.scope.PacketMachine, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 			return nil, res, err
 		case inLocation(hr, req):
 			kept = append(kept, id)

@@ -19,6 +19,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // Annotations the service keeps its own bookkeeping in. They live on the PacketMachine, not in
@@ -122,6 +123,18 @@ type Service struct {
 // NewService returns the device service for a machine.
 func NewService(s *scope.MachineScope, opts Options) *Service {
 	return &Service{scope: s, opts: opts.withDefaults()}
+}
+
+// SetWaiting says why no device is being created yet: what the machine waits for.
+func SetWaiting(pm *infrav1.PacketMachine, reason, message string) {
+	conditions.Set(pm, metav1.Condition{Type: infrav1.DeviceReadyCondition, Status: metav1.ConditionFalse,
+		Reason: reason, Message: message})
+}
+
+// CredentialsFailed reports that the cluster's API key cannot be used, so the device can be
+// neither created, followed nor deleted.
+func CredentialsFailed(pm *infrav1.PacketMachine, err error) (ctrl.Result, error) {
+	return apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 }
 
 // setCondition sets DeviceReady. A change of reason to a failure reason is announced with a

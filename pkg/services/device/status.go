@@ -12,7 +12,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // Device states beyond the ones the client names.
@@ -27,7 +27,7 @@ const (
 // it is the user's evidence, and Packet may still bill for it.
 func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, error) {
 	pm := s.scope.PacketMachine
-	scope.MarkAPIAvailable(pm)
+	apistatus.Answered(pm)
 	pm.Status.InstanceStatus = dev.State
 	pm.Status.Interruptible = dev.SpotInstance || pm.Spec.SpotInstance
 	if dev.HardwareReservationID != "" {
@@ -57,7 +57,7 @@ func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, erro
 		}
 		s.setCondition(metav1.ConditionFalse, infrav1.DeviceProvisionFailedReason,
 			msg+". The device is kept for inspection; delete the Machine to replace it")
-		return nil, ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		return nil, ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 
 	case packet.DeviceStateInactive:
 		s.setCondition(metav1.ConditionFalse, infrav1.DeviceInactiveReason, fmt.Sprintf("Device %s is powered off", dev.ID))

@@ -18,6 +18,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // ReserveStartedAnnotation holds when a reservation was asked for whose address is not the
@@ -60,7 +61,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 		ip, err = s.adoptLegacy(ctx, endpoint.Host)
 	}
 	if err != nil {
-		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
 	}
 	if endpoint.Host != "" && (ip == nil || ip.Address != endpoint.Host) {
 		s.set(metav1.ConditionTrue, infrav1.UserSuppliedEndpointReason, "")
@@ -68,7 +69,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	if ip == nil {
 		if wait := s.reserveInFlight(); wait > 0 {
-			scope.MarkAPIAvailable(pc)
+			apistatus.Answered(pc)
 			s.set(metav1.ConditionFalse, infrav1.WaitingForIPReservationReason, fmt.Sprintf(
 				"An elastic IP reservation got no answer; it may exist anyway: waiting up to %s for it to show in Packet's lists before reserving another", wait.Round(time.Second)))
 			return ctrl.Result{RequeueAfter: min(wait, s.PendingRetry)}, nil
@@ -78,7 +79,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 		}
 		record.Eventf(pc, "ElasticIPReserved", "Reserved elastic IP %s for the control-plane endpoint", displayAddress(ip))
 	}
-	scope.MarkAPIAvailable(pc)
+	apistatus.Answered(pc)
 	delete(pc.Annotations, ReserveStartedAnnotation)
 	switch ip.State {
 	case packet.IPReservationStatePending:
@@ -88,7 +89,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	case packet.IPReservationStateDenied:
 		s.set(metav1.ConditionFalse, infrav1.QuotaExceededReason,
 			fmt.Sprintf("Packet denied elastic IP reservation %s; release it and raise the project's quota", ip.ID))
-		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 	}
 	endpoint.Host = ip.Address
 	if endpoint.Port == 0 {
@@ -108,11 +109,11 @@ func (s *Service) Delete(ctx context.Context) (ctrl.Result, error) {
 	// duplicate a lost answer left behind.
 	ips, err := s.findAll(ctx)
 	if err != nil {
-		return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
 	}
 	for i := range ips {
 		if err := s.scope.Packet.ReleaseIP(ctx, ips[i].ID); err != nil && !packet.IsNotFound(err) {
-			return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+			return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
 		}
 		record.Eventf(pc, "ElasticIPReleased", "Released elastic IP %s", displayAddress(&ips[i]))
 	}
@@ -244,10 +245,10 @@ func (s *Service) reserveFailed(err error) (ctrl.Result, error) {
 			record.Warnf(pc, infrav1.QuotaExceededReason, "Cannot reserve an elastic IP: %s", apiErr.Message())
 		}
 		s.set(metav1.ConditionFalse, infrav1.QuotaExceededReason, apiErr.Message())
-		scope.MarkAPIAvailable(pc)
-		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		apistatus.Answered(pc)
+		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 	}
-	return scope.HandleAPIError(pc, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+	return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
 }
 
 func (s *Service) set(status metav1.ConditionStatus, reason, message string) {

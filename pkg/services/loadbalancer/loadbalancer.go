@@ -25,6 +25,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // portName names the listener port; a load balancer has one port per number, so the name only
@@ -65,7 +66,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	if !ok {
 		s.set(metav1.ConditionFalse, infrav1.LoadBalancerUnavailableReason, fmt.Sprintf(
 			"Metro %q has no Equinix Metal Load Balancers; metros with them: %v", pc.Spec.Metro, packet.LoadBalancerMetros()))
-		return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 	}
 	lb, err := s.find(ctx)
 	if err != nil {
@@ -73,17 +74,17 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	if lb == nil {
 		if host := pc.Spec.ControlPlaneEndpoint.Host; host != "" {
-			scope.MarkAPIAvailable(pc)
+			apistatus.Answered(pc)
 			s.set(metav1.ConditionFalse, infrav1.WaitingForLoadBalancerReason, fmt.Sprintf(
 				"No load balancer of project %s holds the endpoint's address %s; create one there or leave spec.controlPlaneEndpoint empty", pc.Spec.ProjectID, host))
-			return ctrl.Result{RequeueAfter: scope.SlowRetry}, nil
+			return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
 		}
 		if lb, err = s.create(ctx, locationID); err != nil {
 			return s.failed(err)
 		}
 	}
 	if len(lb.IPs) == 0 {
-		scope.MarkAPIAvailable(pc)
+		apistatus.Answered(pc)
 		s.set(metav1.ConditionFalse, infrav1.WaitingForLoadBalancerReason, fmt.Sprintf("Load balancer %s has no address yet", lb.ID))
 		return ctrl.Result{RequeueAfter: addressRetry}, nil
 	}
@@ -97,7 +98,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	pc.Spec.ControlPlaneEndpoint.Host = lb.IPs[0]
 	pc.Spec.ControlPlaneEndpoint.Port = int32(port) //nolint:gosec // a port number
-	scope.MarkAPIAvailable(pc)
+	apistatus.Answered(pc)
 	s.set(metav1.ConditionTrue, infrav1.LoadBalancerReadyReason, fmt.Sprintf(
 		"Load balancer %s at %s:%d forwards to pool %s", lb.ID, lb.IPs[0], port, pool.ID))
 	return ctrl.Result{}, nil
@@ -289,7 +290,7 @@ func (s *Service) removeStaleOrigins(ctx context.Context) (ctrl.Result, error) {
 				"Removed origin %s (%s:%d) of machine %s, which is gone", o.ID, o.Target, o.Port, o.Name)
 		}
 	}
-	scope.MarkAPIAvailable(s.scope.PacketCluster)
+	apistatus.Answered(s.scope.PacketCluster)
 	return ctrl.Result{}, nil
 }
 
@@ -316,7 +317,7 @@ func (s *Service) liveMachines(ctx context.Context) (live map[string]bool, delet
 }
 
 func (s *Service) failed(err error) (ctrl.Result, error) {
-	return scope.HandleAPIError(s.scope.PacketCluster, infrav1.ControlPlaneEndpointReadyCondition, err, scope.SlowRetry)
+	return apistatus.Record(s.scope.PacketCluster, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
 }
 
 func (s *Service) set(status metav1.ConditionStatus, reason, message string) {

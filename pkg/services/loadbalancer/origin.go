@@ -14,6 +14,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // OriginService makes one control-plane machine's device an origin of its cluster's load
@@ -58,7 +59,7 @@ func (s *OriginService) Reconcile(ctx context.Context, dev *packet.Device) (ctrl
 		return s.failed(err)
 	}
 	if pool == nil {
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		s.set(metav1.ConditionFalse, infrav1.WaitingForLoadBalancerReason, "The cluster's load-balancer pool does not exist yet")
 		return ctrl.Result{RequeueAfter: s.Retry}, nil
 	}
@@ -125,12 +126,12 @@ func (s *OriginService) pool(ctx context.Context) (*packet.LoadBalancerPool, err
 }
 
 func (s *OriginService) registered(poolID, target string, port int) {
-	scope.MarkAPIAvailable(s.scope.PacketMachine)
+	apistatus.Answered(s.scope.PacketMachine)
 	s.set(metav1.ConditionTrue, infrav1.LoadBalancerOriginAddedReason, fmt.Sprintf("%s:%d is an active origin in pool %s", target, port, poolID))
 }
 
 func (s *OriginService) failed(err error) (ctrl.Result, error) {
-	return scope.HandleAPIError(s.scope.PacketMachine, infrav1.LoadBalancerOriginReadyCondition, err, scope.SlowRetry)
+	return apistatus.Record(s.scope.PacketMachine, infrav1.LoadBalancerOriginReadyCondition, err, apistatus.SlowRetry)
 }
 
 func (s *OriginService) set(status metav1.ConditionStatus, reason, message string) {

@@ -19,6 +19,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // Reasons of the ElasticIPAssigned condition besides the shared ones.
@@ -74,7 +75,7 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 	}
 	ip, err := s.reservation(ctx, address)
 	if err != nil {
-		return scope.HandleAPIError(pm, infrav1.ElasticIPAssignedCondition, err, scope.SlowRetry)
+		return apistatus.Record(pm, infrav1.ElasticIPAssignedCondition, err, apistatus.SlowRetry)
 	}
 	if ip == nil {
 		s.set(metav1.ConditionFalse, infrav1.WaitingForIPReservationReason,
@@ -95,12 +96,12 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 	if packet.IsAlreadyTaken(err) && errors.As(err, &apiErr) {
 		// Assigned already: by us in a reconcile whose answer was lost, or to another control
 		// plane. Either way the address has its one device.
-		scope.MarkAPIAvailable(pm)
+		apistatus.Answered(pm)
 		s.set(metav1.ConditionTrue, AssignedElsewhereReason, fmt.Sprintf("%s is already assigned (%s)", address, apiErr.Message()))
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return scope.HandleAPIError(pm, infrav1.ElasticIPAssignedCondition, err, scope.SlowRetry)
+		return apistatus.Record(pm, infrav1.ElasticIPAssignedCondition, err, apistatus.SlowRetry)
 	}
 	record.Eventf(pm, "ElasticIPAssigned", "Assigned elastic IP %s to device %s", address, dev.ID)
 	s.assigned(dev.ID, address)
@@ -129,7 +130,7 @@ func (s *Service) reservation(ctx context.Context, address string) (*packet.IPRe
 }
 
 func (s *Service) assigned(deviceID, address string) {
-	scope.MarkAPIAvailable(s.scope.PacketMachine)
+	apistatus.Answered(s.scope.PacketMachine)
 	s.set(metav1.ConditionTrue, infrav1.ElasticIPAssignedReason, fmt.Sprintf("%s is assigned to device %s", address, deviceID))
 }
 

@@ -19,6 +19,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // stepInterval is how soon the ports are read again after a conversion step or while the
@@ -49,7 +50,7 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 	}
 	vlans, wait, err := s.wantedVLANs(ctx)
 	if err != nil {
-		return scope.HandleAPIError(pm, infrav1.NetworkReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pm, infrav1.NetworkReadyCondition, err, apistatus.SlowRetry)
 	}
 	if wait != nil {
 		s.set(metav1.ConditionFalse, wait.reason, wait.message)
@@ -57,13 +58,13 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 	}
 	ports, err := s.scope.Packet.GetDevicePorts(ctx, dev.ID)
 	if err != nil {
-		return scope.HandleAPIError(pm, infrav1.NetworkReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pm, infrav1.NetworkReadyCondition, err, apistatus.SlowRetry)
 	}
 	step, err := s.nextStep(ctx, mode, ports, vlans)
 	if err != nil {
-		return scope.HandleAPIError(pm, infrav1.NetworkReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pm, infrav1.NetworkReadyCondition, err, apistatus.SlowRetry)
 	}
-	scope.MarkAPIAvailable(pm)
+	apistatus.Answered(pm)
 	if step != "" {
 		s.set(metav1.ConditionFalse, infrav1.NetworkConfiguringReason, step)
 		return ctrl.Result{RequeueAfter: stepInterval}, nil

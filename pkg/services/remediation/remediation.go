@@ -32,6 +32,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
 )
 
@@ -83,6 +84,11 @@ func Stop(rem *infrav1.PacketRemediation, reason, message string) {
 	rem.Status.Phase = infrav1.RemediationPhaseStopped
 	conditions.Set(rem, metav1.Condition{Type: infrav1.RemediationSucceededCondition, Status: metav1.ConditionFalse,
 		Reason: reason, Message: message})
+}
+
+// CredentialsFailed reports that the cluster's API key cannot be used, so no step can act.
+func CredentialsFailed(rem *infrav1.PacketRemediation, err error) (ctrl.Result, error) {
+	return apistatus.Record(rem, infrav1.StepSucceededCondition, err, apistatus.SlowRetry)
 }
 
 // MachineHealthy reports whether the Machine passes its health checks again: the
@@ -158,7 +164,7 @@ func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return scope.HandleAPIError(rem, infrav1.StepSucceededCondition, err, scope.SlowRetry)
+		return apistatus.Record(rem, infrav1.StepSucceededCondition, err, apistatus.SlowRetry)
 	}
 
 	var reason, what string
@@ -198,7 +204,7 @@ func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int
 		reason, what = infrav1.ReinstallRequestedReason, "reinstalled with the Machine's current bootstrap data"
 	}
 	if err != nil {
-		return scope.HandleAPIError(rem, infrav1.StepSucceededCondition, err, scope.SlowRetry)
+		return apistatus.Record(rem, infrav1.StepSucceededCondition, err, apistatus.SlowRetry)
 	}
 	return s.attempted(step, idx, deviceID, reason, what), nil
 }
@@ -219,7 +225,7 @@ func (s *Service) userDataMissing(err error) bool {
 // for the message) and waits for the Machine to be healthy, up to the step's timeout.
 func (s *Service) attempted(step infrav1.RemediationStep, idx int, deviceID, reason, what string) ctrl.Result {
 	rem := s.rem
-	scope.MarkAPIAvailable(rem)
+	apistatus.Answered(rem)
 	rem.Status.StepAttempts++
 	rem.Status.LastStepStartTime = &metav1.Time{Time: s.Now()}
 	rem.Status.Phase = infrav1.RemediationPhaseRunning

@@ -17,6 +17,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // AttachedRetry is how often the deletion of a VLAN that ports still carry is tried again:
@@ -51,7 +52,7 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	vn, err := s.find(ctx)
 	if err != nil {
-		return scope.HandleAPIError(pc, infrav1.VLANReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pc, infrav1.VLANReadyCondition, err, apistatus.SlowRetry)
 	}
 	ref := pc.Spec.Network.VLAN
 	if vn == nil && (ref.ID != "" || ref.VXLAN != 0) {
@@ -60,11 +61,11 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	if vn == nil {
 		if vn, err = s.scope.Packet.CreateVLAN(ctx, pc.Spec.ProjectID, pc.Spec.Metro, s.Description()); err != nil {
-			return scope.HandleAPIError(pc, infrav1.VLANReadyCondition, err, scope.SlowRetry)
+			return apistatus.Record(pc, infrav1.VLANReadyCondition, err, apistatus.SlowRetry)
 		}
 		record.Eventf(pc, "VLANCreated", "Created VLAN %d (%s) in metro %s", vn.VXLAN, vn.ID, pc.Spec.Metro)
 	}
-	scope.MarkAPIAvailable(pc)
+	apistatus.Answered(pc)
 	pc.Status.Network = &infrav1.ClusterNetworkStatus{VLANID: vn.ID, VXLAN: vn.VXLAN}
 	s.set(metav1.ConditionTrue, infrav1.VLANReadyReason, fmt.Sprintf("VLAN %d (%s)", vn.VXLAN, vn.ID))
 	return ctrl.Result{}, nil
@@ -79,7 +80,7 @@ func (s *Service) Delete(ctx context.Context) (ctrl.Result, error) {
 	}
 	vn, err := s.find(ctx)
 	if err != nil {
-		return scope.HandleAPIError(pc, infrav1.VLANReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pc, infrav1.VLANReadyCondition, err, apistatus.SlowRetry)
 	}
 	if vn == nil {
 		return ctrl.Result{}, nil
@@ -89,7 +90,7 @@ func (s *Service) Delete(ctx context.Context) (ctrl.Result, error) {
 			s.set(metav1.ConditionFalse, "Deleting", fmt.Sprintf("Waiting for the devices to let go of VLAN %d: %v", vn.VXLAN, err))
 			return ctrl.Result{RequeueAfter: AttachedRetry}, nil
 		}
-		return scope.HandleAPIError(pc, infrav1.VLANReadyCondition, err, scope.SlowRetry)
+		return apistatus.Record(pc, infrav1.VLANReadyCondition, err, apistatus.SlowRetry)
 	}
 	record.Eventf(pc, "VLANDeleted", "Deleted VLAN %d (%s)", vn.VXLAN, vn.ID)
 	pc.Status.Network = nil

@@ -26,10 +26,10 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgpsession"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/loadbalancer"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/machineip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/network"
 )
 
@@ -211,10 +211,10 @@ func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.
 	if dev == nil || err != nil {
 		return followFirst(s, res), err
 	}
-	if res, err := machineip.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
+	if res, err := elasticip.NewAssignService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
 		return res, err
 	}
-	if res, err := bgpsession.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
+	if res, err := bgp.NewSessionService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {
 		return res, err
 	}
 	if res, err := network.NewService(s).Reconcile(ctx, dev); err != nil || !res.IsZero() {

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/capacity"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/machineip"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -268,7 +268,7 @@ var _ = Describe("PacketMachine reconciler, control-plane endpoint", func() {
 			holders[c.Reason] = getPM(pm).Spec.ProviderID
 		}
 		Expect(holders).To(HaveKey(infrav1.ElasticIPAssignedReason))
-		Expect(holders).To(HaveKey(machineip.AssignedElsewhereReason))
+		Expect(holders).To(HaveKey(elasticip.AssignedElsewhereReason))
 		Expect(holders[infrav1.ElasticIPAssignedReason]).To(Equal("equinixmetal://" + ours[0].DeviceID))
 		Expect(conditions.Get(getPM(w1), infrav1.ElasticIPAssignedCondition)).To(haveReason(infrav1.NotNeededReason))
 	})

@@ -1,5 +1,6 @@
-// Package bgp enables the project-level BGP that kube-vip announces the control-plane elastic IP
-// with. It owns the BGPReady condition of a PacketCluster.
+// Package bgp manages the BGP that kube-vip announces a KUBE_VIP cluster's control-plane elastic
+// IP with: the project's BGP configuration (Service, owning a PacketCluster's BGPReady) and each
+// control-plane device's session (SessionService, owning a PacketMachine's BGPSessionReady).
 package bgp
 
 import (
@@ -21,7 +22,7 @@ import (
 // the manager's --bgp-local-asn says otherwise.
 const DefaultLocalASN = 65000
 
-// Service manages a project's BGP configuration.
+// Service enables the project-level BGP configuration.
 type Service struct {
 	scope      *scope.ClusterScope
 	defaultASN int64

@@ -1,7 +1,4 @@
-// Package bgpsession gives each control-plane device of a KUBE_VIP cluster the BGP session
-// kube-vip announces the control-plane elastic IP over. Workers get none. It owns the
-// BGPSessionReady condition.
-package bgpsession
+package bgp
 
 import (
 	"context"
@@ -18,22 +15,24 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
-// Service manages the BGP session of one machine's device.
-type Service struct {
+// SessionService gives each control-plane device of a KUBE_VIP cluster the BGP session kube-vip
+// announces the control-plane elastic IP over; workers get none. It owns a PacketMachine's
+// BGPSessionReady condition.
+type SessionService struct {
 	scope *scope.MachineScope
 }
 
-// NewService returns the BGP session service of a machine.
-func NewService(s *scope.MachineScope) *Service { return &Service{scope: s} }
+// NewSessionService returns the BGP session service of a machine.
+func NewSessionService(s *scope.MachineScope) *SessionService { return &SessionService{scope: s} }
 
 // Needed reports whether the machine's device needs a BGP session.
-func (s *Service) Needed() bool {
+func (s *SessionService) Needed() bool {
 	return s.scope.IsControlPlane() && s.scope.PacketCluster.Spec.VIPManager == infrav1.KubeVIPVIPManager
 }
 
 // Reconcile creates the session once. The client treats Packet's "already has session" as
 // success, so a session created by a reconcile whose answer was lost is not an error.
-func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Result, error) {
+func (s *SessionService) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Result, error) {
 	pm := s.scope.PacketMachine
 	if !s.Needed() {
 		s.set(metav1.ConditionTrue, infrav1.NotNeededReason, "Only control planes of KUBE_VIP clusters have a BGP session")
@@ -51,7 +50,7 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-func (s *Service) set(status metav1.ConditionStatus, reason, message string) {
+func (s *SessionService) set(status metav1.ConditionStatus, reason, message string) {
 	conditions.Set(s.scope.PacketMachine, metav1.Condition{
 		Type: infrav1.BGPSessionReadyCondition, Status: status, Reason: reason, Message: message,
 	})

@@ -1,8 +1,9 @@
-// Package machineip gives the cluster's elastic IP to the first control-plane device that is
+package elasticip
+
+// AssignService gives the cluster's elastic IP to the first control-plane device that is
 // active, in CPEM clusters. Afterwards the Cloud Provider for Equinix Metal, running in the
-// workload cluster, moves the address between control planes; this package never touches an
-// assignment again. It owns the ElasticIPAssigned condition.
-package machineip
+// workload cluster, moves the address between control planes; the provider never touches an
+// assignment again. It owns a PacketMachine's ElasticIPAssigned condition.
 
 import (
 	"context"
@@ -28,19 +29,20 @@ const (
 	AssignedElsewhereReason = "AssignedToAnotherDevice"
 )
 
-// Service assigns the cluster's elastic IP to one machine's device.
-type Service struct {
+type AssignService struct {
 	scope *scope.MachineScope
 	// Retry is how soon a missing reservation is looked for again.
 	Retry time.Duration
 }
 
-// NewService returns the elastic IP assignment service of a machine.
-func NewService(s *scope.MachineScope) *Service { return &Service{scope: s, Retry: 20 * time.Second} }
+// NewAssignService returns the elastic IP assignment service of a machine.
+func NewAssignService(s *scope.MachineScope) *AssignService {
+	return &AssignService{scope: s, Retry: 20 * time.Second}
+}
 
 // Needed reports whether the machine's device should get the cluster's elastic IP: CPEM control
 // planes of clusters whose endpoint is an elastic IP the provider reserved.
-func (s *Service) Needed() bool {
+func (s *AssignService) Needed() bool {
 	pc := s.scope.PacketCluster
 	if !s.scope.IsControlPlane() || pc.Spec.VIPManager != infrav1.CPEMVIPManager {
 		return false
@@ -55,7 +57,7 @@ func (s *Service) Needed() bool {
 // Assignments show on the reservation and on the device with some lag, so both are checked,
 // and a 422 "already been taken" — what Packet answers to a second assignment, including one
 // racing with another control plane — counts as done: the address is never assigned twice.
-func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Result, error) {
+func (s *AssignService) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Result, error) {
 	pm := s.scope.PacketMachine
 	if !s.Needed() {
 		s.set(metav1.ConditionTrue, infrav1.NotNeededReason, "Only control planes of CPEM clusters get the elastic IP from the provider")
@@ -110,7 +112,7 @@ func (s *Service) Reconcile(ctx context.Context, dev *packet.Device) (ctrl.Resul
 
 // reservation finds the cluster's reservation holding address, by the tags the cluster
 // controller gives it (or the previous provider gave it).
-func (s *Service) reservation(ctx context.Context, address string) (*packet.IPReservation, error) {
+func (s *AssignService) reservation(ctx context.Context, address string) (*packet.IPReservation, error) {
 	cluster := s.scope.Cluster
 	for _, tag := range []string{
 		infrav1.ControlPlaneEndpointTag(cluster.Namespace, cluster.Name),
@@ -129,12 +131,12 @@ func (s *Service) reservation(ctx context.Context, address string) (*packet.IPRe
 	return nil, nil
 }
 
-func (s *Service) assigned(deviceID, address string) {
+func (s *AssignService) assigned(deviceID, address string) {
 	apistatus.Answered(s.scope.PacketMachine)
 	s.set(metav1.ConditionTrue, infrav1.ElasticIPAssignedReason, fmt.Sprintf("%s is assigned to device %s", address, deviceID))
 }
 
-func (s *Service) set(status metav1.ConditionStatus, reason, message string) {
+func (s *AssignService) set(status metav1.ConditionStatus, reason, message string) {
 	conditions.Set(s.scope.PacketMachine, metav1.Condition{
 		Type: infrav1.ElasticIPAssignedCondition, Status: status, Reason: reason, Message: message,
 	})

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/endpoint"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/loadbalancer"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
@@ -205,14 +206,12 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	if err := r.Client.List(ctx, machines, client.InNamespace(pc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.Cluster.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
+	endpointService := r.endpointService(s)
 	if n := len(machines.Items); n > 0 {
-		conditions.Set(pc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: metav1.ConditionFalse,
-			Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Waiting for %d PacketMachines to delete their devices before releasing the cluster's resources", n)})
+		endpointService.WaitForMachines(n)
 		return ctrl.Result{RequeueAfter: machinesGoneRetry}, nil
 	}
-	conditions.Set(pc, metav1.Condition{Type: infrav1.ControlPlaneEndpointReadyCondition, Status: metav1.ConditionFalse,
-		Reason: clusterv1.DeletingReason, Message: fmt.Sprintf("Deleting (reclaim policy %s)", pc.Spec.ElasticIPReclaimPolicy)})
-	if res, err := r.endpointService(s).Delete(ctx); err != nil || !res.IsZero() {
+	if res, err := endpointService.Delete(ctx); err != nil || !res.IsZero() {
 		return res, err
 	}
 	if res, err := vlan.NewService(s).Delete(ctx); err != nil || !res.IsZero() {
@@ -235,14 +234,11 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	return ctrl.Result{}, nil
 }
 
-// endpointService is the service behind the cluster's control-plane endpoint: the load
-// balancer of an EMLB cluster, else the elastic IP.
-func (r *PacketClusterReconciler) endpointService(s *scope.ClusterScope) interface {
-	Reconcile(context.Context) (ctrl.Result, error)
-	Delete(context.Context) (ctrl.Result, error)
-} {
+// endpointService is the service of the cluster's control-plane endpoint, served by the load
+// balancer of an EMLB cluster, else by the elastic IP.
+func (r *PacketClusterReconciler) endpointService(s *scope.ClusterScope) *endpoint.Service {
 	if s.PacketCluster.Spec.VIPManager == infrav1.EMLBVIPManager {
-		return loadbalancer.NewService(s)
+		return endpoint.NewService(s, loadbalancer.NewService(s))
 	}
 	eip := elasticip.NewService(s)
 	if r.PendingIPRetry > 0 {
@@ -254,7 +250,7 @@ func (r *PacketClusterReconciler) endpointService(s *scope.ClusterScope) interfa
 	if r.Now != nil {
 		eip.Now = r.Now
 	}
-	return eip
+	return endpoint.NewService(s, eip)
 }
 
 // machinesGoneRetry is how often a PacketCluster being deleted looks for its machines again.

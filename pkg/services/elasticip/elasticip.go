@@ -1,6 +1,7 @@
-// Package elasticip reserves, reuses and releases the elastic IP behind a cluster's
-// control-plane endpoint. It owns the ControlPlaneEndpointReady condition of CPEM and KUBE_VIP
-// clusters (package loadbalancer owns it in EMLB clusters).
+// Package elasticip manages the elastic IP behind a CPEM or KUBE_VIP cluster's control-plane
+// endpoint: Service reserves, reuses and releases it for the cluster (the endpoint backend of
+// package endpoint, which owns ControlPlaneEndpointReady), AssignService gives it to the first
+// control-plane device (owning a PacketMachine's ElasticIPAssigned).
 package elasticip
 
 import (
@@ -13,12 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/endpoint"
 )
 
 // ReserveStartedAnnotation holds when a reservation was asked for whose address is not the
@@ -27,7 +28,8 @@ import (
 // does not mean "none", and nothing is reserved again.
 const ReserveStartedAnnotation = "packetcluster.infrastructure.cluster.x-k8s.io/ip-reserve-started"
 
-// Service manages the control-plane elastic IP of one cluster.
+// Service reserves the control-plane elastic IP of one cluster: the endpoint backend of CPEM and
+// KUBE_VIP clusters.
 type Service struct {
 	scope *scope.ClusterScope
 	// PendingRetry is how often a reservation awaiting approval is checked.
@@ -44,35 +46,33 @@ func NewService(s *scope.ClusterScope) *Service {
 	return &Service{scope: s, PendingRetry: 30 * time.Second, ConfirmWindow: 2 * time.Minute, Now: time.Now}
 }
 
-// Reconcile makes spec.controlPlaneEndpoint point at the cluster's elastic IP, reserving one
-// the first time. A host the user set is kept and nothing is reserved for it.
-func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
+// Ensure makes spec.controlPlaneEndpoint point at the cluster's elastic IP, reserving one the
+// first time. A host the user set is kept and nothing is reserved for it.
+func (s *Service) Ensure(ctx context.Context) (*endpoint.State, error) {
 	pc := s.scope.PacketCluster
-	endpoint := &pc.Spec.ControlPlaneEndpoint
-	if endpoint.Host != "" && endpoint.Port == 0 {
-		endpoint.Port = infrav1.DefaultAPIServerPort
+	ep := &pc.Spec.ControlPlaneEndpoint
+	if ep.Host != "" && ep.Port == 0 {
+		ep.Port = infrav1.DefaultAPIServerPort
 	}
-	if endpoint.Host != "" && s.endpointIsOurs() {
-		return ctrl.Result{}, nil
+	if ep.Host != "" && s.endpointIsOurs() {
+		return nil, nil
 	}
 
 	ip, err := s.find(ctx)
-	if err == nil && ip == nil && endpoint.Host != "" {
-		ip, err = s.adoptLegacy(ctx, endpoint.Host)
+	if err == nil && ip == nil && ep.Host != "" {
+		ip, err = s.adoptLegacy(ctx, ep.Host)
 	}
 	if err != nil {
-		return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
+		return nil, err
 	}
-	if endpoint.Host != "" && (ip == nil || ip.Address != endpoint.Host) {
-		s.set(metav1.ConditionTrue, infrav1.UserSuppliedEndpointReason, "")
-		return ctrl.Result{}, nil
+	if ep.Host != "" && (ip == nil || ip.Address != ep.Host) {
+		return &endpoint.State{Ready: true, Reason: infrav1.UserSuppliedEndpointReason}, nil
 	}
 	if ip == nil {
 		if wait := s.reserveInFlight(); wait > 0 {
 			apistatus.Answered(pc)
-			s.set(metav1.ConditionFalse, infrav1.WaitingForIPReservationReason, fmt.Sprintf(
-				"An elastic IP reservation got no answer; it may exist anyway: waiting up to %s for it to show in Packet's lists before reserving another", wait.Round(time.Second)))
-			return ctrl.Result{RequeueAfter: min(wait, s.PendingRetry)}, nil
+			return &endpoint.State{Reason: infrav1.WaitingForIPReservationReason, RequeueAfter: min(wait, s.PendingRetry), Message: fmt.Sprintf(
+				"An elastic IP reservation got no answer; it may exist anyway: waiting up to %s for it to show in Packet's lists before reserving another", wait.Round(time.Second))}, nil
 		}
 		if ip, err = s.reserve(ctx); err != nil {
 			return s.reserveFailed(err)
@@ -83,41 +83,39 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 	delete(pc.Annotations, ReserveStartedAnnotation)
 	switch ip.State {
 	case packet.IPReservationStatePending:
-		s.set(metav1.ConditionFalse, infrav1.WaitingForIPReservationReason,
-			fmt.Sprintf("Elastic IP reservation %s is waiting for approval by Packet", ip.ID))
-		return ctrl.Result{RequeueAfter: s.PendingRetry}, nil
+		return &endpoint.State{Reason: infrav1.WaitingForIPReservationReason, RequeueAfter: s.PendingRetry,
+			Message: fmt.Sprintf("Elastic IP reservation %s is waiting for approval by Packet", ip.ID)}, nil
 	case packet.IPReservationStateDenied:
-		s.set(metav1.ConditionFalse, infrav1.QuotaExceededReason,
-			fmt.Sprintf("Packet denied elastic IP reservation %s; release it and raise the project's quota", ip.ID))
-		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
+		return &endpoint.State{Reason: infrav1.QuotaExceededReason, RequeueAfter: apistatus.SlowRetry,
+			Message: fmt.Sprintf("Packet denied elastic IP reservation %s; release it and raise the project's quota", ip.ID)}, nil
 	}
-	endpoint.Host = ip.Address
-	if endpoint.Port == 0 {
-		endpoint.Port = infrav1.DefaultAPIServerPort
+	ep.Host = ip.Address
+	if ep.Port == 0 {
+		ep.Port = infrav1.DefaultAPIServerPort
 	}
-	s.set(metav1.ConditionTrue, infrav1.ElasticIPReservedReason, fmt.Sprintf("Elastic IP %s (reservation %s)", ip.Address, ip.ID))
-	return ctrl.Result{}, nil
+	return &endpoint.State{Ready: true, Reason: infrav1.ElasticIPReservedReason,
+		Message: fmt.Sprintf("Elastic IP %s (reservation %s)", ip.Address, ip.ID)}, nil
 }
 
-// Delete releases the elastic IP unless the reclaim policy keeps it.
-func (s *Service) Delete(ctx context.Context) (ctrl.Result, error) {
+// Release releases the elastic IP unless the reclaim policy keeps it.
+func (s *Service) Release(ctx context.Context) error {
 	pc := s.scope.PacketCluster
 	if pc.Spec.ElasticIPReclaimPolicy == infrav1.ElasticIPReclaimRetain || pc.Spec.VIPManager == infrav1.EMLBVIPManager {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	// Every reservation tagged for the endpoint is this provider's: the one in use and any
 	// duplicate a lost answer left behind.
 	ips, err := s.findAll(ctx)
 	if err != nil {
-		return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
+		return err
 	}
 	for i := range ips {
 		if err := s.scope.Packet.ReleaseIP(ctx, ips[i].ID); err != nil && !packet.IsNotFound(err) {
-			return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
+			return err
 		}
 		record.Eventf(pc, "ElasticIPReleased", "Released elastic IP %s", displayAddress(&ips[i]))
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // endpointIsOurs reports whether an earlier reconcile already set the endpoint from our
@@ -236,25 +234,18 @@ func (s *Service) reserve(ctx context.Context) (*packet.IPReservation, error) {
 	return ip, err
 }
 
-// reserveFailed reports a refused reservation; over quota gets its own reason.
-func (s *Service) reserveFailed(err error) (ctrl.Result, error) {
+// reserveFailed reports a refused reservation; over quota says what could not be reserved.
+func (s *Service) reserveFailed(err error) (*endpoint.State, error) {
 	pc := s.scope.PacketCluster
 	var apiErr *packet.Error
-	if errors.As(err, &apiErr) && apiErr.Kind == packet.KindQuota {
-		if c := conditions.Get(pc, infrav1.ControlPlaneEndpointReadyCondition); c == nil || c.Reason != infrav1.QuotaExceededReason {
-			record.Warnf(pc, infrav1.QuotaExceededReason, "Cannot reserve an elastic IP: %s", apiErr.Message())
-		}
-		s.set(metav1.ConditionFalse, infrav1.QuotaExceededReason, apiErr.Message())
-		apistatus.Answered(pc)
-		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
+	if !errors.As(err, &apiErr) || apiErr.Kind != packet.KindQuota {
+		return nil, err
 	}
-	return apistatus.Record(pc, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
-}
-
-func (s *Service) set(status metav1.ConditionStatus, reason, message string) {
-	conditions.Set(s.scope.PacketCluster, metav1.Condition{
-		Type: infrav1.ControlPlaneEndpointReadyCondition, Status: status, Reason: reason, Message: message,
-	})
+	if c := conditions.Get(pc, infrav1.ControlPlaneEndpointReadyCondition); c == nil || c.Reason != infrav1.QuotaExceededReason {
+		record.Warnf(pc, infrav1.QuotaExceededReason, "Cannot reserve an elastic IP: %s", apiErr.Message())
+	}
+	apistatus.Answered(pc)
+	return &endpoint.State{Reason: infrav1.QuotaExceededReason, Message: apiErr.Message(), RequeueAfter: apistatus.SlowRetry}, nil
 }
 
 func displayAddress(ip *packet.IPReservation) string {

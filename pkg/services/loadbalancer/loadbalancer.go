@@ -4,8 +4,8 @@
 // cluster's endpoint tag, the PacketMachine's name), never by an ID kept in status, so a lost
 // create answer, a killed manager or a clusterctl move finds what exists instead of making more.
 //
-// Service owns the PacketCluster's ControlPlaneEndpointReady condition in EMLB clusters;
-// OriginService owns a PacketMachine's LoadBalancerOriginReady.
+// Service is the endpoint backend of EMLB clusters (package endpoint owns the PacketCluster's
+// ControlPlaneEndpointReady); OriginService owns a PacketMachine's LoadBalancerOriginReady.
 package loadbalancer
 
 import (
@@ -19,13 +19,13 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/endpoint"
 )
 
 // portName names the listener port; a load balancer has one port per number, so the name only
@@ -55,83 +55,80 @@ type Service struct {
 // NewService returns the load-balancer service of a cluster.
 func NewService(s *scope.ClusterScope) *Service { return &Service{scope: s} }
 
-// Reconcile makes spec.controlPlaneEndpoint the load balancer's address and port, creating what
+// Ensure makes spec.controlPlaneEndpoint the load balancer's address and port, creating what
 // is missing, and removes the origins of control planes that are gone.
-func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
+func (s *Service) Ensure(ctx context.Context) (*endpoint.State, error) {
 	pc := s.scope.PacketCluster
 	if s.ready() {
-		return s.removeStaleOrigins(ctx)
+		return nil, s.removeStaleOrigins(ctx)
 	}
 	locationID, ok := packet.LoadBalancerLocation(strings.ToLower(pc.Spec.Metro))
 	if !ok {
-		s.set(metav1.ConditionFalse, infrav1.LoadBalancerUnavailableReason, fmt.Sprintf(
-			"Metro %q has no Equinix Metal Load Balancers; metros with them: %v", pc.Spec.Metro, packet.LoadBalancerMetros()))
-		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
+		return &endpoint.State{Reason: infrav1.LoadBalancerUnavailableReason, RequeueAfter: apistatus.SlowRetry, Message: fmt.Sprintf(
+			"Metro %q has no Equinix Metal Load Balancers; metros with them: %v", pc.Spec.Metro, packet.LoadBalancerMetros())}, nil
 	}
 	lb, err := s.find(ctx)
 	if err != nil {
-		return s.failed(err)
+		return nil, err
 	}
 	if lb == nil {
 		if host := pc.Spec.ControlPlaneEndpoint.Host; host != "" {
 			apistatus.Answered(pc)
-			s.set(metav1.ConditionFalse, infrav1.WaitingForLoadBalancerReason, fmt.Sprintf(
-				"No load balancer of project %s holds the endpoint's address %s; create one there or leave spec.controlPlaneEndpoint empty", pc.Spec.ProjectID, host))
-			return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil
+			return &endpoint.State{Reason: infrav1.WaitingForLoadBalancerReason, RequeueAfter: apistatus.SlowRetry, Message: fmt.Sprintf(
+				"No load balancer of project %s holds the endpoint's address %s; create one there or leave spec.controlPlaneEndpoint empty", pc.Spec.ProjectID, host)}, nil
 		}
 		if lb, err = s.create(ctx, locationID); err != nil {
-			return s.failed(err)
+			return nil, err
 		}
 	}
 	if len(lb.IPs) == 0 {
 		apistatus.Answered(pc)
-		s.set(metav1.ConditionFalse, infrav1.WaitingForLoadBalancerReason, fmt.Sprintf("Load balancer %s has no address yet", lb.ID))
-		return ctrl.Result{RequeueAfter: addressRetry}, nil
+		return &endpoint.State{Reason: infrav1.WaitingForLoadBalancerReason, RequeueAfter: addressRetry,
+			Message: fmt.Sprintf("Load balancer %s has no address yet", lb.ID)}, nil
 	}
 	port := s.listenerPort()
 	pool, err := s.ensurePool(ctx, lb, port)
 	if err != nil {
-		return s.failed(err)
+		return nil, err
 	}
 	if err := s.ensurePort(ctx, lb, port, pool.ID); err != nil {
-		return s.failed(err)
+		return nil, err
 	}
 	pc.Spec.ControlPlaneEndpoint.Host = lb.IPs[0]
 	pc.Spec.ControlPlaneEndpoint.Port = int32(port) //nolint:gosec // a port number
 	apistatus.Answered(pc)
-	s.set(metav1.ConditionTrue, infrav1.LoadBalancerReadyReason, fmt.Sprintf(
-		"Load balancer %s at %s:%d forwards to pool %s", lb.ID, lb.IPs[0], port, pool.ID))
-	return ctrl.Result{}, nil
+	return &endpoint.State{Ready: true, Reason: infrav1.LoadBalancerReadyReason, Message: fmt.Sprintf(
+		"Load balancer %s at %s:%d forwards to pool %s", lb.ID, lb.IPs[0], port, pool.ID)}, nil
 }
 
-// Delete removes the pool (with its origins) and the load balancer (with its ports), unless the
-// reclaim policy keeps them.
-func (s *Service) Delete(ctx context.Context) (ctrl.Result, error) {
+// Release removes the pool (with its origins) and the load balancer (with its ports), unless
+// the reclaim policy keeps them.
+func (s *Service) Release(ctx context.Context) error {
 	pc := s.scope.PacketCluster
 	if pc.Spec.ElasticIPReclaimPolicy == infrav1.ElasticIPReclaimRetain {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	lbs, err := s.findAll(ctx)
 	if err != nil {
-		return s.failed(err)
+		return err
 	}
 	pools, err := s.pools(ctx)
 	if err != nil {
-		return s.failed(err)
+		return err
 	}
 	for _, p := range pools {
 		if err := s.scope.Packet.DeleteLoadBalancerPool(ctx, p.ID); err != nil {
-			return s.failed(err)
+			return err
 		}
 		record.Eventf(pc, "LoadBalancerPoolDeleted", "Deleted load-balancer pool %s", p.ID)
 	}
 	for _, lb := range lbs {
 		if err := s.scope.Packet.DeleteLoadBalancer(ctx, lb.ID); err != nil {
-			return s.failed(err)
+			return err
 		}
 		record.Eventf(pc, "LoadBalancerDeleted", "Deleted load balancer %s (%v)", lb.ID, lb.IPs)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // addressRetry is how soon a load balancer without an address is looked at again.
@@ -269,14 +266,14 @@ func (s *Service) ensurePort(ctx context.Context, lb *packet.LoadBalancer, numbe
 // PacketMachine is deleting (its own deletion removes its origin too; this catches a removal
 // that failed, which holds the machine's finalizer) or no longer exists. It looks only while a
 // machine of the cluster is deleting, so that a cluster at rest costs no call.
-func (s *Service) removeStaleOrigins(ctx context.Context) (ctrl.Result, error) {
+func (s *Service) removeStaleOrigins(ctx context.Context) error {
 	live, deleting, err := s.liveMachines(ctx)
 	if err != nil || !deleting {
-		return ctrl.Result{}, err
+		return err
 	}
 	pools, err := s.pools(ctx)
 	if err != nil {
-		return s.failed(err)
+		return err
 	}
 	for _, p := range pools {
 		for _, o := range p.Origins {
@@ -284,14 +281,14 @@ func (s *Service) removeStaleOrigins(ctx context.Context) (ctrl.Result, error) {
 				continue
 			}
 			if err := s.scope.Packet.DeleteLoadBalancerOrigin(ctx, o.ID); err != nil {
-				return s.failed(err)
+				return err
 			}
 			record.Eventf(s.scope.PacketCluster, "LoadBalancerOriginRemoved",
 				"Removed origin %s (%s:%d) of machine %s, which is gone", o.ID, o.Target, o.Port, o.Name)
 		}
 	}
 	apistatus.Answered(s.scope.PacketCluster)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // liveMachines returns the names of the cluster's PacketMachines that are not being deleted,
@@ -314,16 +311,6 @@ func (s *Service) liveMachines(ctx context.Context) (live map[string]bool, delet
 		}
 	}
 	return live, deleting, nil
-}
-
-func (s *Service) failed(err error) (ctrl.Result, error) {
-	return apistatus.Record(s.scope.PacketCluster, infrav1.ControlPlaneEndpointReadyCondition, err, apistatus.SlowRetry)
-}
-
-func (s *Service) set(status metav1.ConditionStatus, reason, message string) {
-	conditions.Set(s.scope.PacketCluster, metav1.Condition{
-		Type: infrav1.ControlPlaneEndpointReadyCondition, Status: status, Reason: reason, Message: message,
-	})
 }
 
 // findPools returns the project's pools with this name.

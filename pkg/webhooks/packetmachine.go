@@ -45,7 +45,7 @@ func (w *PacketMachine) Default(_ context.Context, m *infrav1.PacketMachine) err
 // DefaultPacketMachineSpec applies the PacketMachine defaults to spec (also used for templates).
 func DefaultPacketMachineSpec(spec *infrav1.PacketMachineSpec) {
 	if spec.BillingCycle == "" {
-		spec.BillingCycle = DefaultBillingCycle
+		spec.BillingCycle = infrav1.DefaultBillingCycle
 	}
 }
 
@@ -105,8 +105,8 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 		warnings = append(warnings, fmt.Sprintf("%s only has an effect with os %q", path.Child("alwaysPXE"), infrav1.CustomIPXEOS))
 	}
 
-	if spec.BillingCycle != "" && !slices.Contains(BillingCycles, spec.BillingCycle) {
-		errs = append(errs, field.NotSupported(path.Child("billingCycle"), spec.BillingCycle, BillingCycles))
+	if spec.BillingCycle != "" && !slices.Contains(infrav1.BillingCycles, spec.BillingCycle) {
+		errs = append(errs, field.NotSupported(path.Child("billingCycle"), spec.BillingCycle, infrav1.BillingCycles))
 	}
 	if _, _, err := infrav1.ParseHardwareReservationIDs(spec.HardwareReservationID); err != nil {
 		errs = append(errs, field.Invalid(path.Child("hardwareReservationID"), spec.HardwareReservationID,

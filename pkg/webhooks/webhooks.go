@@ -29,15 +29,6 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
 
-const (
-	// DefaultBillingCycle is what the Packet API uses when a device names no billing cycle; the
-	// defaulting webhook writes it down so the object says what the device runs with.
-	DefaultBillingCycle = "hourly"
-)
-
-// BillingCycles are the billing cycles the Packet API accepts.
-var BillingCycles = []string{"hourly", "daily", "monthly", "yearly"}
-
 // SetupWithManager registers the defaulting and validating webhooks of all four kinds with the
 // manager's webhook server.
 func SetupWithManager(mgr ctrl.Manager) error {

@@ -17,9 +17,6 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/userdata"
 )
 
-// defaultBillingCycle is what Packet itself assumes.
-const defaultBillingCycle = "hourly"
-
 // refusesSpec sets DeviceReady and reports true when the spec asks for what the provider does
 // not create, for a reason the webhook cannot see.
 func (s *Service) refusesSpec() bool {
@@ -111,7 +108,7 @@ func (s *Service) newRequest(userData string, keyIDs []string) *packet.CreateDev
 		req.SpotInstance, req.SpotPriceMax = true, spec.SpotPriceMax.AsApproximateFloat64()
 	}
 	if req.BillingCycle == "" {
-		req.BillingCycle = defaultBillingCycle
+		req.BillingCycle = infrav1.DefaultBillingCycle
 	}
 	if spec.OS == infrav1.CustomIPXEOS {
 		req.IPXEScriptURL = spec.IPXEUrl

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -419,10 +418,8 @@ func namespaceConditions(ns *corev1.Namespace) string {
 
 // tlsDial checks that addr serves TLS with a certificate the sandbox CA signed for 127.0.0.1.
 func tlsDial(ctx context.Context, addr string, p *pki) error {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.caCert)
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second},
-		Config: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
+		Config: &tls.Config{RootCAs: p.certPool(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err

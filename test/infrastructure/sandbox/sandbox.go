@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -374,7 +373,7 @@ func (s *Sandbox) prepareFiles() error {
 	if err := s.pki.client(filepath.Join(pkiDir, "issued", "admin"), "sandbox-admin", "system:masters"); err != nil {
 		return err
 	}
-	if _, _, err := s.pki.serviceAccountKey(); err != nil {
+	if err := s.pki.serviceAccountKey(); err != nil {
 		return err
 	}
 	for _, c := range s.Components[s.infrastructure:] {
@@ -509,9 +508,7 @@ func (s *Sandbox) apiserverReady(ctx context.Context) error {
 
 // httpsOK is httpOK for a server whose certificate the sandbox CA signed.
 func (s *Sandbox) httpsOK(ctx context.Context, url string) error {
-	pool := x509.NewCertPool()
-	pool.AddCert(s.pki.caCert)
-	return getOK(ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, url)
+	return getOK(ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.pki.certPool(), MinVersion: tls.VersionTLS12}}}, url)
 }
 
 func httpOK(ctx context.Context, url string) error { return getOK(ctx, http.DefaultClient, url) }

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -165,25 +166,24 @@ func (s *Sandbox) Apply(ctx context.Context, o *unstructured.Unstructured) error
 }
 
 func (s *Sandbox) waitEstablished(ctx context.Context, name string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err == nil {
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("CRD %s is not established after 30s", name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		// A failed read is retried like a CRD that is not established yet.
+		return s.Client.Get(ctx, client.ObjectKey{Name: name}, crd) == nil && established(crd), nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("CRD %s is not established after 30s", name)
+	}
+	return err
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
 		}
 	}
+	return false
 }
 
 // Variables are the clusterctl variables for clusters on the simulator: the seeded
@@ -380,25 +380,20 @@ func pointAt(cc *admissionregistrationv1.WebhookClientConfig, port int, ca []byt
 // WaitNamespaceDeleted waits until the namespace is gone, or is not being deleted: the
 // namespace controller of kube-controller-manager empties a deleted namespace and then removes it.
 func (s *Sandbox) WaitNamespaceDeleted(ctx context.Context, name string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ns := &corev1.Namespace{}
-		err := s.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err == nil && ns.DeletionTimestamp == nil:
-			return nil
-		case err == nil && time.Now().After(deadline):
-			return fmt.Errorf("namespace %s is still being deleted after %s: %s", name, timeout, namespaceConditions(ns))
-		case err != nil && time.Now().After(deadline):
-			return fmt.Errorf("waiting for namespace %s to be deleted: %w", name, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	var ns *corev1.Namespace
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		ns = &corev1.Namespace{}
+		lastErr = s.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+		return apierrors.IsNotFound(lastErr) || (lastErr == nil && ns.DeletionTimestamp == nil), nil
+	})
+	switch {
+	case !wait.Interrupted(err) || ctx.Err() != nil:
+		return err
+	case lastErr == nil:
+		return fmt.Errorf("namespace %s is still being deleted after %s: %s", name, timeout, namespaceConditions(ns))
+	default:
+		return fmt.Errorf("waiting for namespace %s to be deleted: %w", name, lastErr)
 	}
 }
 

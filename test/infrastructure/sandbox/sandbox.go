@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -434,28 +435,25 @@ func (s *Sandbox) startComponent(ctx context.Context, c *Component) error {
 
 // waitReady polls c's readiness check; it fails at once, with the end of the log, if c exits.
 func (s *Sandbox) waitReady(ctx context.Context, c *Component, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	var last error
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if c.proc.exited() {
-			return s.exitError(c)
+			return false, s.exitError(c)
 		}
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		last = c.ready(pctx)
-		pcancel()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), context.Canceled) {
-				return ctx.Err()
-			}
-			return fmt.Errorf("%s did not become ready within %s (%w); see %s", c.Name, timeout, last, c.LogFile)
-		case <-time.After(250 * time.Millisecond):
-		}
+		last = probeReady(ctx, c)
+		return last == nil, nil
+	})
+	if wait.Interrupted(err) && !errors.Is(context.Cause(ctx), context.Canceled) {
+		return fmt.Errorf("%s did not become ready within %s (%w); see %s", c.Name, timeout, last, c.LogFile)
 	}
+	return err
+}
+
+// probeReady runs c's readiness check once, giving it at most two seconds.
+func probeReady(ctx context.Context, c *Component) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return c.ready(ctx)
 }
 
 func (s *Sandbox) exitError(c *Component) error {
@@ -468,18 +466,23 @@ func (s *Sandbox) exitError(c *Component) error {
 
 // Wait blocks until ctx is done (nil) or a child exits (an error naming it and showing its log).
 func (s *Sandbox) Wait(ctx context.Context) error {
-	for {
-		for _, c := range s.Components {
-			if c.proc != nil && c.proc.exited() {
-				return s.exitError(c)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(500 * time.Millisecond):
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(context.Context) (bool, error) {
+		return false, s.firstExit()
+	})
+	if wait.Interrupted(err) {
+		return nil
+	}
+	return err
+}
+
+// firstExit is the exit error of the first child found to have exited, or nil.
+func (s *Sandbox) firstExit() error {
+	for _, c := range s.Components {
+		if c.proc != nil && c.proc.exited() {
+			return s.exitError(c)
 		}
 	}
+	return nil
 }
 
 // Stop stops every child, managers first, and removes the pid files.

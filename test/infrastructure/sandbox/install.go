@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -276,61 +275,83 @@ func (s *Sandbox) clusterctlInit(ctx context.Context) error {
 // wireWebhooks points every webhook configuration and CRD conversion webhook clusterctl
 // installed at the loopback port of the local manager of the same provider, with the sandbox CA.
 func (s *Sandbox) wireWebhooks(ctx context.Context) error {
-	byProvider := map[string]*Component{}
-	for _, c := range s.Components {
-		if c.Provider != "" {
-			byProvider[c.Provider] = c
-		}
+	mutating, err := s.wireMutatingWebhooks(ctx)
+	if err != nil {
+		return err
 	}
-	target := func(labels map[string]string, what string) (*Component, error) {
-		c := byProvider[labels[ProviderLabel]]
-		if c == nil {
-			return nil, fmt.Errorf("%s has no %s label of a provider the sandbox runs", what, ProviderLabel)
-		}
-		return c, nil
+	validating, err := s.wireValidatingWebhooks(ctx)
+	if err != nil {
+		return err
 	}
-	ca := s.pki.caPEM
-	var wired []string
+	conversions, err := s.wireConversionWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	s.cfg.Log("Pointed %d webhook configurations and %d CRD conversion webhooks at the local managers",
+		mutating+validating, conversions)
+	return nil
+}
 
-	mwcs := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-	if err := s.Client.List(ctx, mwcs, client.HasLabels{ProviderLabel}); err != nil {
-		return err
+// webhookTarget is the local manager of the provider an object clusterctl installed is
+// labelled with; what names the object in the error if the sandbox runs no such provider.
+func (s *Sandbox) webhookTarget(labels map[string]string, what string) (*Component, error) {
+	for _, c := range s.Components {
+		if c.Provider != "" && c.Provider == labels[ProviderLabel] {
+			return c, nil
+		}
 	}
-	for i := range mwcs.Items {
-		w := &mwcs.Items[i]
-		c, err := target(w.Labels, "MutatingWebhookConfiguration "+w.Name)
+	return nil, fmt.Errorf("%s has no %s label of a provider the sandbox runs", what, ProviderLabel)
+}
+
+// wireMutatingWebhooks updates the providers' mutating webhook configurations and says how many.
+func (s *Sandbox) wireMutatingWebhooks(ctx context.Context) (int, error) {
+	list := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	if err := s.Client.List(ctx, list, client.HasLabels{ProviderLabel}); err != nil {
+		return 0, err
+	}
+	for i := range list.Items {
+		w := &list.Items[i]
+		c, err := s.webhookTarget(w.Labels, "MutatingWebhookConfiguration "+w.Name)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for j := range w.Webhooks {
-			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, ca)
+			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, s.pki.caPEM)
 		}
 		if err := s.Client.Update(ctx, w); err != nil {
-			return err
+			return 0, err
 		}
-		wired = append(wired, w.Name)
 	}
-	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
-	if err := s.Client.List(ctx, vwcs, client.HasLabels{ProviderLabel}); err != nil {
-		return err
+	return len(list.Items), nil
+}
+
+// wireValidatingWebhooks updates the providers' validating webhook configurations and says how many.
+func (s *Sandbox) wireValidatingWebhooks(ctx context.Context) (int, error) {
+	list := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	if err := s.Client.List(ctx, list, client.HasLabels{ProviderLabel}); err != nil {
+		return 0, err
 	}
-	for i := range vwcs.Items {
-		w := &vwcs.Items[i]
-		c, err := target(w.Labels, "ValidatingWebhookConfiguration "+w.Name)
+	for i := range list.Items {
+		w := &list.Items[i]
+		c, err := s.webhookTarget(w.Labels, "ValidatingWebhookConfiguration "+w.Name)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for j := range w.Webhooks {
-			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, ca)
+			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, s.pki.caPEM)
 		}
 		if err := s.Client.Update(ctx, w); err != nil {
-			return err
+			return 0, err
 		}
-		wired = append(wired, w.Name)
 	}
+	return len(list.Items), nil
+}
+
+// wireConversionWebhooks updates the providers' CRDs that convert with a webhook and says how many.
+func (s *Sandbox) wireConversionWebhooks(ctx context.Context) (int, error) {
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := s.Client.List(ctx, crds, client.HasLabels{ProviderLabel}); err != nil {
-		return err
+		return 0, err
 	}
 	conversions := 0
 	for i := range crds.Items {
@@ -339,29 +360,32 @@ func (s *Sandbox) wireWebhooks(ctx context.Context) error {
 		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
 			continue
 		}
-		c, err := target(crd.Labels, "CustomResourceDefinition "+crd.Name)
+		c, err := s.webhookTarget(crd.Labels, "CustomResourceDefinition "+crd.Name)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		cc := conv.Webhook.ClientConfig
-		path := "/convert"
-		if cc.Service != nil && cc.Service.Path != nil {
-			path = *cc.Service.Path
-		} else if cc.URL != nil {
-			if u, err := url.Parse(*cc.URL); err == nil {
-				path = u.Path
-			}
-		}
-		u := fmt.Sprintf("https://127.0.0.1:%d%s", c.webhookPort, path)
-		cc.Service, cc.URL, cc.CABundle = nil, &u, ca
+		pointConversionAt(conv.Webhook.ClientConfig, c.webhookPort, s.pki.caPEM)
 		if err := s.Client.Update(ctx, crd); err != nil {
-			return err
+			return 0, err
 		}
 		conversions++
 	}
-	sort.Strings(wired)
-	s.cfg.Log("Pointed %d webhook configurations and %d CRD conversion webhooks at the local managers", len(wired), conversions)
-	return nil
+	return conversions, nil
+}
+
+// pointConversionAt sends a CRD's conversion requests to the loopback port, keeping their path
+// (/convert unless the CRD names another).
+func pointConversionAt(cc *apiextensionsv1.WebhookClientConfig, port int, ca []byte) {
+	path := "/convert"
+	if cc.Service != nil && cc.Service.Path != nil {
+		path = *cc.Service.Path
+	} else if cc.URL != nil {
+		if u, err := url.Parse(*cc.URL); err == nil {
+			path = u.Path
+		}
+	}
+	u := fmt.Sprintf("https://127.0.0.1:%d%s", port, path)
+	cc.Service, cc.URL, cc.CABundle = nil, &u, ca
 }
 
 func pointAt(cc *admissionregistrationv1.WebhookClientConfig, port int, ca []byte) {

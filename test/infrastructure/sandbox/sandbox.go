@@ -135,13 +135,32 @@ func (s *Sandbox) Ports() Ports { return s.ports }
 
 // plan lays out every child: binary, arguments, ports and readiness check.
 func (s *Sandbox) plan() {
-	st, p, base := s.cfg.StateDir, s.ports, s.cfg.PortBase
+	st := s.cfg.StateDir
+	s.Components = s.infrastructureComponents()
+	s.infrastructure = len(s.Components)
+	for i, m := range s.managerSpecs() {
+		s.Components = append(s.Components, s.managerComponent(i, m))
+	}
+	for _, c := range s.Components {
+		c.LogFile = filepath.Join(st, "logs", c.Name+".log")
+	}
+	if s.cfg.ExternalManager {
+		c := s.Component(managerName)
+		c.Launcher = filepath.Join(st, "bin", managerName)
+		c.LogFile = ""
+	}
+}
+
+// infrastructureComponents are the children the managers run on: etcd, kube-apiserver,
+// kube-controller-manager and (unless an external one is used) the simulator.
+func (s *Sandbox) infrastructureComponents() []*Component {
+	st, p := s.cfg.StateDir, s.ports
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", p.Etcd)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", p.EtcdPeer)
 	pkiDir := filepath.Join(st, "pki")
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
 	kcmURL := fmt.Sprintf("https://127.0.0.1:%d", p.ControllerManager)
-	s.Components = []*Component{{
+	components := []*Component{{
 		Name: "etcd", Endpoint: etcdURL, binary: s.cfg.Etcd,
 		args: []string{"--name=sandbox", "--data-dir=" + filepath.Join(st, "etcd"),
 			"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
@@ -175,7 +194,7 @@ func (s *Sandbox) plan() {
 		ready: func(ctx context.Context) error { return s.httpsOK(ctx, kcmURL+"/healthz") },
 	}}
 	if s.cfg.ExternalSimulator == "" {
-		s.Components = append(s.Components, &Component{
+		components = append(components, &Component{
 			Name: "packetsim", Endpoint: s.SimURL + "/metal/v1/", binary: s.cfg.Packetsim,
 			args: s.simArgs(),
 			ready: func(ctx context.Context) error {
@@ -183,15 +202,21 @@ func (s *Sandbox) plan() {
 			},
 		})
 	}
-	s.infrastructure = len(s.Components)
-	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
+	return components
+}
+
+// managerSpec is what differs between the four controller managers.
+type managerSpec struct {
+	name, provider, namespace, bin string
+	args, env                      []string
+}
+
+// managerSpecs are Cluster API's three managers and this provider's, in start order.
+func (s *Sandbox) managerSpecs() []managerSpec {
 	gates := func(on ...string) []string {
 		return []string{"--feature-gates=" + strings.Join(append(on, s.cfg.CAPIFeatureGates...), ",")}
 	}
-	managers := []struct {
-		name, provider, namespace, bin string
-		args, env                      []string
-	}{
+	return []managerSpec{
 		{"capi-controller-manager", "cluster-api", "capi-system", s.cfg.CoreManager,
 			gates("ClusterTopology=true"), nil},
 		// Ignition bootstrap data (the flatcar flavour) is behind a feature gate of both kubeadm
@@ -204,34 +229,31 @@ func (s *Sandbox) plan() {
 			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken,
 				"LBAAS_API_URL=" + s.SimURL + "/lbaas/", "METAL_TOKEN_EXCHANGE_URL=" + s.SimURL + "/iam/api-keys/exchange"}},
 	}
-	for i, m := range managers {
-		c := &Component{Name: m.name, Provider: m.provider, Namespace: m.namespace, binary: m.bin,
-			webhookPort: base + 10 + 3*i, healthPort: base + 11 + 3*i, diagnosticPort: base + 12 + 3*i}
-		certDir := filepath.Join(pkiDir, "issued", m.name)
-		c.Endpoint = fmt.Sprintf("webhooks https://127.0.0.1:%d, health http://127.0.0.1:%d", c.webhookPort, c.healthPort)
-		c.args = append([]string{"--leader-elect=false",
-			"--webhook-port=" + strconv.Itoa(c.webhookPort), "--webhook-cert-dir=" + certDir,
-			fmt.Sprintf("--health-addr=127.0.0.1:%d", c.healthPort),
-			fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", c.diagnosticPort), "--insecure-diagnostics=true"}, m.args...)
-		c.env = append(append([]string{"POD_NAMESPACE=" + m.namespace, "POD_NAME=" + m.name + "-sandbox"}, kubeEnv...), m.env...)
-		healthURL := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.healthPort)
-		webhookAddr := fmt.Sprintf("127.0.0.1:%d", c.webhookPort)
-		c.ready = func(ctx context.Context) error {
-			if err := httpOK(ctx, healthURL); err != nil {
-				return err
-			}
-			return tlsDial(ctx, webhookAddr, s.pki)
+}
+
+// managerComponent is the i-th manager: its three ports follow each other from PortBase+10, and
+// it is ready when its health endpoint answers and its webhook server serves TLS.
+func (s *Sandbox) managerComponent(i int, m managerSpec) *Component {
+	base := s.cfg.PortBase
+	c := &Component{Name: m.name, Provider: m.provider, Namespace: m.namespace, binary: m.bin,
+		webhookPort: base + 10 + 3*i, healthPort: base + 11 + 3*i, diagnosticPort: base + 12 + 3*i}
+	certDir := filepath.Join(s.cfg.StateDir, "pki", "issued", m.name)
+	c.Endpoint = fmt.Sprintf("webhooks https://127.0.0.1:%d, health http://127.0.0.1:%d", c.webhookPort, c.healthPort)
+	c.args = append([]string{"--leader-elect=false",
+		"--webhook-port=" + strconv.Itoa(c.webhookPort), "--webhook-cert-dir=" + certDir,
+		fmt.Sprintf("--health-addr=127.0.0.1:%d", c.healthPort),
+		fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", c.diagnosticPort), "--insecure-diagnostics=true"}, m.args...)
+	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
+	c.env = append(append([]string{"POD_NAMESPACE=" + m.namespace, "POD_NAME=" + m.name + "-sandbox"}, kubeEnv...), m.env...)
+	healthURL := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.healthPort)
+	webhookAddr := fmt.Sprintf("127.0.0.1:%d", c.webhookPort)
+	c.ready = func(ctx context.Context) error {
+		if err := httpOK(ctx, healthURL); err != nil {
+			return err
 		}
-		s.Components = append(s.Components, c)
+		return tlsDial(ctx, webhookAddr, s.pki)
 	}
-	for _, c := range s.Components {
-		c.LogFile = filepath.Join(st, "logs", c.Name+".log")
-	}
-	if s.cfg.ExternalManager {
-		c := s.Component(managerName)
-		c.Launcher = filepath.Join(st, "bin", managerName)
-		c.LogFile = ""
-	}
+	return c
 }
 
 // managerName is this provider's manager among Components.

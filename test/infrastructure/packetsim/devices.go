@@ -495,22 +495,25 @@ func (s *Server) deviceFilter(q map[string][]string) func(*Device) bool {
 			typ == "ondemand" && (d.SpotInstance || d.HardwareReservationID != ""):
 			return false
 		}
-		if search != "" {
-			fields := append([]string{d.Hostname, d.Description, d.ID, d.ShortID, d.Plan, d.Facility, d.OS, d.HardwareReservationID}, d.Tags...)
-			for _, aid := range d.IPAssignmentIDs {
-				if a := s.st.IPAssignments[aid]; a != nil {
-					fields = append(fields, a.Address)
-				}
-			}
-			for _, f := range fields {
-				if containsFold(f, search) {
-					return true
-				}
-			}
-			return false
-		}
-		return true
+		return search == "" || s.deviceMatchesSearch(d, search)
 	}
+}
+
+// deviceMatchesSearch reports whether search= is part of (any case) one of the fields the API
+// searches: hostname, description, IDs, plan, facility, OS, reservation, tags and addresses.
+func (s *Server) deviceMatchesSearch(d *Device, search string) bool {
+	fields := append([]string{d.Hostname, d.Description, d.ID, d.ShortID, d.Plan, d.Facility, d.OS, d.HardwareReservationID}, d.Tags...)
+	for _, aid := range d.IPAssignmentIDs {
+		if a := s.st.IPAssignments[aid]; a != nil {
+			fields = append(fields, a.Address)
+		}
+	}
+	for _, f := range fields {
+		if containsFold(f, search) {
+			return true
+		}
+	}
+	return false
 }
 
 type deviceUpdateRequest struct {
@@ -539,55 +542,68 @@ func (s *Server) updateDevice(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		if req.Hostname != nil && !hostnamePattern.MatchString(*req.Hostname) {
-			return nil, errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
+		customData, err := s.validateDeviceUpdate(&req)
+		if err != nil {
+			return nil, err
 		}
-		if req.UserData != nil {
-			if err := s.validateUserdata(*req.UserData); err != nil {
-				return nil, err
-			}
-		}
-		if req.BillingCycle != nil {
-			if err := validateBillingCycle(*req.BillingCycle); err != nil {
-				return nil, err
-			}
-		}
-		var customData map[string]any
-		if len(req.CustomData) > 0 {
-			if customData, err = parseCustomData(req.CustomData); err != nil {
-				return nil, err
-			}
-		}
-		set := func(dst *string, v *string) {
-			if v != nil {
-				*dst = *v
-			}
-		}
-		set(&d.Hostname, req.Hostname)
-		set(&d.Description, req.Description)
-		set(&d.UserData, req.UserData)
-		set(&d.IPXEScriptURL, req.IPXEScriptURL)
-		set(&d.BillingCycle, req.BillingCycle)
-		if req.Locked != nil {
-			d.Locked = *req.Locked
-		}
-		if req.AlwaysPXE != nil {
-			d.AlwaysPXE = *req.AlwaysPXE
-		}
-		if req.SpotInstance != nil && !*req.SpotInstance {
-			d.SpotInstance, d.SpotPriceMax, d.TerminationTime = false, 0, nil
-		}
-		if req.Tags != nil {
-			d.Tags = append([]string{}, (*req.Tags)...)
-		}
-		if customData != nil {
-			d.CustomData = customData
-		}
+		applyDeviceUpdate(d, &req, customData)
 		d.UpdatedAt = now
 		return s.renderDevice(d, s.parseIncludes(r.URL.Query()), now), nil
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusOK, body, err)
+}
+
+// validateDeviceUpdate checks an update's hostname, user-data and billing cycle, and parses its
+// customdata (nil when it sets none).
+func (s *Server) validateDeviceUpdate(req *deviceUpdateRequest) (map[string]any, error) {
+	if req.Hostname != nil && !hostnamePattern.MatchString(*req.Hostname) {
+		return nil, errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
+	}
+	if req.UserData != nil {
+		if err := s.validateUserdata(*req.UserData); err != nil {
+			return nil, err
+		}
+	}
+	if req.BillingCycle != nil {
+		if err := validateBillingCycle(*req.BillingCycle); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.CustomData) == 0 {
+		return nil, nil
+	}
+	return parseCustomData(req.CustomData)
+}
+
+// applyDeviceUpdate sets the fields an update names; turning spot_instance off makes the device
+// an on-demand one.
+func applyDeviceUpdate(d *Device, req *deviceUpdateRequest, customData map[string]any) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&d.Hostname, req.Hostname)
+	set(&d.Description, req.Description)
+	set(&d.UserData, req.UserData)
+	set(&d.IPXEScriptURL, req.IPXEScriptURL)
+	set(&d.BillingCycle, req.BillingCycle)
+	if req.Locked != nil {
+		d.Locked = *req.Locked
+	}
+	if req.AlwaysPXE != nil {
+		d.AlwaysPXE = *req.AlwaysPXE
+	}
+	if req.SpotInstance != nil && !*req.SpotInstance {
+		d.SpotInstance, d.SpotPriceMax, d.TerminationTime = false, 0, nil
+	}
+	if req.Tags != nil {
+		d.Tags = append([]string{}, (*req.Tags)...)
+	}
+	if customData != nil {
+		d.CustomData = customData
+	}
 }
 
 // deleteDevice accepts force_delete in the JSON body (packngo) or the query
@@ -677,15 +693,8 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request) {
 			if d.State != StateActive && d.State != StateInactive && d.State != StateFailed {
 				return invalid
 			}
-			if req.OperatingSystem != "" {
-				o := s.catalog.os(req.OperatingSystem)
-				if o == nil {
-					return errorf(http.StatusUnprocessableEntity, "Operating system is not valid")
-				}
-				if !o.provisionableOn(d.Plan) {
-					return errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", o.Slug, d.Plan))
-				}
-				d.OS = o.Slug
+			if err := s.reinstallWith(d, req.OperatingSystem); err != nil {
+				return err
 			}
 			s.enterState(d, StateReinstalling, now)
 		default:
@@ -696,6 +705,23 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusAccepted, nil, err)
+}
+
+// reinstallWith switches a device about to be reinstalled to operating system slug (none: keep
+// its own), which must be provisionable on its plan.
+func (s *Server) reinstallWith(d *Device, slug string) error {
+	if slug == "" {
+		return nil
+	}
+	o := s.catalog.os(slug)
+	if o == nil {
+		return errorf(http.StatusUnprocessableEntity, "Operating system is not valid")
+	}
+	if !o.provisionableOn(d.Plan) {
+		return errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", o.Slug, d.Plan))
+	}
+	d.OS = o.Slug
+	return nil
 }
 
 func (s *Server) listDeviceEvents(w http.ResponseWriter, r *http.Request) {

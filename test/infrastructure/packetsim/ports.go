@@ -412,50 +412,65 @@ func (s *Server) createVirtualNetwork(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		vn := &VirtualNetwork{ID: uuid.NewString(), ProjectID: projectID, Description: req.Description, CreatedAt: now}
-		switch {
-		case req.Metro != "":
-			m := s.catalog.metro(req.Metro)
-			if m == nil {
-				return nil, errorf(http.StatusUnprocessableEntity, "Metro is not valid")
-			}
-			vn.Metro = m.Code
-		case req.Facility != "":
-			f := s.catalog.facility(req.Facility)
-			if f == nil {
-				return nil, errorf(http.StatusUnprocessableEntity, "Facility is not valid")
-			}
-			vn.Metro, vn.Facility = f.metro.Code, f.Code
-		default:
-			return nil, errorf(http.StatusUnprocessableEntity, "Metro can't be blank")
+		if err := s.placeVirtualNetwork(vn, req.Metro, req.Facility); err != nil {
+			return nil, err
 		}
-		used := map[int]bool{}
-		for _, other := range s.st.VirtualNetworks {
-			if other.ProjectID == projectID && other.Metro == vn.Metro {
-				used[other.VXLAN] = true
-			}
+		vxlan, err := s.pickVXLAN(projectID, vn.Metro, req.VXLAN)
+		if err != nil {
+			return nil, err
 		}
-		if req.VXLAN != 0 {
-			if req.VXLAN < 2 || req.VXLAN > 3999 || used[req.VXLAN] {
-				return nil, errorf(http.StatusUnprocessableEntity, "Vxlan is invalid or already taken")
-			}
-			vn.VXLAN = req.VXLAN
-		} else {
-			for n := 1000; n <= 1999; n++ {
-				if !used[n] {
-					vn.VXLAN = n
-					break
-				}
-			}
-			if vn.VXLAN == 0 {
-				return nil, errorf(http.StatusUnprocessableEntity, "No free VXLAN left in 1000-1999")
-			}
-		}
+		vn.VXLAN = vxlan
 		s.st.VirtualNetworks[vn.ID] = vn
 		s.st.VNOrder = append(s.st.VNOrder, vn.ID)
 		return s.renderVirtualNetwork(vn), nil
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusCreated, body, err)
+}
+
+// placeVirtualNetwork puts a new virtual network in the metro asked for, or in the facility (and
+// its metro) asked for; one of them is required.
+func (s *Server) placeVirtualNetwork(vn *VirtualNetwork, metro, facility string) error {
+	switch {
+	case metro != "":
+		m := s.catalog.metro(metro)
+		if m == nil {
+			return errorf(http.StatusUnprocessableEntity, "Metro is not valid")
+		}
+		vn.Metro = m.Code
+	case facility != "":
+		f := s.catalog.facility(facility)
+		if f == nil {
+			return errorf(http.StatusUnprocessableEntity, "Facility is not valid")
+		}
+		vn.Metro, vn.Facility = f.metro.Code, f.Code
+	default:
+		return errorf(http.StatusUnprocessableEntity, "Metro can't be blank")
+	}
+	return nil
+}
+
+// pickVXLAN is the VXLAN of a new virtual network in the project's metro: the one asked for if
+// it is valid and free there, otherwise the first free one from 1000 to 1999.
+func (s *Server) pickVXLAN(projectID, metro string, want int) (int, error) {
+	used := map[int]bool{}
+	for _, other := range s.st.VirtualNetworks {
+		if other.ProjectID == projectID && other.Metro == metro {
+			used[other.VXLAN] = true
+		}
+	}
+	if want != 0 {
+		if want < 2 || want > 3999 || used[want] {
+			return 0, errorf(http.StatusUnprocessableEntity, "Vxlan is invalid or already taken")
+		}
+		return want, nil
+	}
+	for n := 1000; n <= 1999; n++ {
+		if !used[n] {
+			return n, nil
+		}
+	}
+	return 0, errorf(http.StatusUnprocessableEntity, "No free VXLAN left in 1000-1999")
 }
 
 func (s *Server) virtualNetwork(r *http.Request) (*VirtualNetwork, error) {

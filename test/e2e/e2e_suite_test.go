@@ -38,9 +38,9 @@ func TestE2E(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	root := repoRoot()
-	artifacts = envOr("E2E_ARTIFACTS", filepath.Join(root, "_artifacts"))
+	artifacts = sandbox.EnvOr("E2E_ARTIFACTS", filepath.Join(root, "_artifacts"))
 	var portBase int
-	_, err := fmt.Sscan(envOr("E2E_PORT_BASE", "17400"), &portBase)
+	_, err := fmt.Sscan(sandbox.EnvOr("E2E_PORT_BASE", "17400"), &portBase)
 	Expect(err).NotTo(HaveOccurred())
 	stateDir := filepath.Join(artifacts, "sandbox")
 	start := time.Now()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
 
@@ -15,17 +17,19 @@ import (
 // created for a cluster of namespace ns.
 func (c *SimClient) CheckLeaks(ctx context.Context, ns string) error {
 	var last error
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	// Each check gets the caller's ctx, not the poll's: one under way when the grace ends
+	// completes, so the error names what leaked rather than the deadline.
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
 		last = c.leaks(ctx, ns)
-		if last == nil || time.Now().After(deadline) {
-			return last
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(last, ctx.Err())
-		case <-time.After(2 * time.Second):
-		}
+		return last == nil, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case wait.Interrupted(err) && ctx.Err() == nil: // the grace is over: report what is left
+		return last
+	default:
+		return errors.Join(last, err)
 	}
 }
 

@@ -23,7 +23,7 @@ func StartSandbox(ctx context.Context, root, stateDir string, portBase int, publ
 		return nil, err
 	}
 	cfg.PortBase = portBase
-	cfg.SimTiming = envOr("E2E_SIM_TIMING", "fast")
+	cfg.SimTiming = sandbox.EnvOr("E2E_SIM_TIMING", "fast")
 	cfg.SimPublicIPv4 = publicIPv4
 	if v := os.Getenv("SANDBOX_PROVIDER_COMPONENTS"); v != "" {
 		cfg.ProviderComponents = v
@@ -43,11 +43,4 @@ func StartSandbox(ctx context.Context, root, stateDir string, portBase int, publ
 // SimClientFor is a client of the sandbox's simulator, in its seeded project.
 func SimClientFor(sb *sandbox.Sandbox) *SimClient {
 	return &SimClient{BaseURL: sb.SimURL, Token: sandbox.SimToken, ProjectID: sandbox.SimProjectID}
-}
-
-func envOr(key, fallback string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return fallback
 }

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // SimClient reads the simulator's state through the Packet API (as the test harness, with its
@@ -343,14 +345,15 @@ func (c *SimClient) ProviderCalls(ctx context.Context) (int, error) {
 
 // WaitForAPI waits until the simulator answers.
 func (c *SimClient) WaitForAPI(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.do(ctx, http.MethodGet, "/_sim/clock", nil, nil)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = c.do(ctx, http.MethodGet, "/_sim/clock", nil, nil)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("the simulator did not answer within %s: %w", timeout, last)
 	}
+	return err
 }
 
 func hasTagPart(tags []string, part string) bool {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -33,21 +34,33 @@ func (te *TestEnvironment) StartWebhookServer(ctx context.Context, setup func(ct
 
 	o := te.WebhookInstallOptions
 	addr := net.JoinHostPort(o.LocalServingHost, strconv.Itoa(o.LocalServingPort))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr,
-			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that the local test server is up
-		if err == nil {
-			return errs, conn.Close()
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if last = dialTLS(addr); last == nil {
+			return true, nil
 		}
 		select {
 		case err := <-errs:
-			return nil, fmt.Errorf("the webhook manager stopped: %w", err)
+			return false, fmt.Errorf("the webhook manager stopped: %w", err)
 		default:
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the webhook server on %s did not come up: %w", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	})
+	if wait.Interrupted(err) {
+		return nil, fmt.Errorf("the webhook server on %s did not come up: %w", addr, last)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// dialTLS checks that addr completes a TLS handshake.
+func dialTLS(addr string) error {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr,
+		&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that the local test server is up
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }

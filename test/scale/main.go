@@ -60,13 +60,8 @@ func main() {
 
 func run(ctx context.Context, mode, machines string, provisioning time.Duration, rate float64, chaos time.Duration, managerBin, workDir string,
 	secretsOpts secretsFlags, controllerManager string) error {
-	if workDir == "" {
-		var err error
-		if workDir, err = os.MkdirTemp("", "capp-"+mode+"-"); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(workDir, 0o755); err != nil {
+	workDir, err := prepareWorkDir(workDir, mode)
+	if err != nil {
 		return err
 	}
 	env, err := helpers.Start(ctx)
@@ -76,49 +71,81 @@ func run(ctx context.Context, mode, machines string, provisioning time.Duration,
 	defer func() { _ = env.Stop() }()
 	fmt.Printf("kube-apiserver %s, %s; logs in %s\n", env.ServerVersion, env.EtcdVersion, workDir)
 
+	counts, err := parseCounts(machines)
+	if err != nil {
+		return err
+	}
+	opts := harnessOptions{provisioning: provisioning, ratePerSec: rate, apiKey: randomToken(), managerBin: managerBin, workDir: workDir}
+	switch mode {
+	case "secrets":
+		return runSecretsMode(ctx, env, opts, counts[0], secretsOpts)
+	case "soak":
+		opts.controllerManager = controllerManager
+		return runSoakMode(ctx, env, opts, counts[0], chaos)
+	}
+	return runBenchMode(ctx, env, opts, counts)
+}
+
+// prepareWorkDir creates workDir, or a new temporary folder for mode when it is empty.
+func prepareWorkDir(workDir, mode string) (string, error) {
+	if workDir == "" {
+		var err error
+		if workDir, err = os.MkdirTemp("", "capp-"+mode+"-"); err != nil {
+			return "", err
+		}
+	}
+	return workDir, os.MkdirAll(workDir, 0o755)
+}
+
+// parseCounts reads the comma-separated machine counts of -machines.
+func parseCounts(machines string) ([]int, error) {
 	var counts []int
 	for _, s := range strings.Split(machines, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
-			return fmt.Errorf("bad machine count %q", s)
+			return nil, fmt.Errorf("bad machine count %q", s)
 		}
 		counts = append(counts, n)
 	}
-	opts := harnessOptions{provisioning: provisioning, ratePerSec: rate, apiKey: randomToken(), managerBin: managerBin}
+	return counts, nil
+}
 
-	if mode == "secrets" {
-		opts.workDir = workDir
-		h, err := newHarness(ctx, env, opts)
-		if err != nil {
-			return err
-		}
-		defer h.close()
-		res, err := runSecrets(ctx, h, counts[0], secretsOpts.count, secretsOpts.size)
-		if err != nil {
-			return err
-		}
-		res.print(os.Stdout, managerBin)
-		return nil
+func runSecretsMode(ctx context.Context, env *helpers.TestEnvironment, opts harnessOptions, n int, secretsOpts secretsFlags) error {
+	h, err := newHarness(ctx, env, opts)
+	if err != nil {
+		return err
 	}
-	if mode == "soak" {
-		opts.workDir, opts.controllerManager = workDir, controllerManager
-		h, err := newHarness(ctx, env, opts)
-		if err != nil {
-			return err
-		}
-		defer h.close()
-		res, err := runSoak(ctx, h, counts[0], chaos)
-		if err != nil {
-			return err
-		}
-		res.print(os.Stdout, counts[0], chaos)
-		if len(res.violations)+len(res.leaks)+res.duplicates > 0 {
-			return fmt.Errorf("soak failed (manager logs in %s)", workDir)
-		}
-		fmt.Println("soak passed")
-		return nil
+	defer h.close()
+	res, err := runSecrets(ctx, h, n, secretsOpts.count, secretsOpts.size)
+	if err != nil {
+		return err
 	}
+	res.print(os.Stdout, opts.managerBin)
+	return nil
+}
 
+func runSoakMode(ctx context.Context, env *helpers.TestEnvironment, opts harnessOptions, n int, chaos time.Duration) error {
+	h, err := newHarness(ctx, env, opts)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	res, err := runSoak(ctx, h, n, chaos)
+	if err != nil {
+		return err
+	}
+	res.print(os.Stdout, n, chaos)
+	if len(res.violations)+len(res.leaks)+res.duplicates > 0 {
+		return fmt.Errorf("soak failed (manager logs in %s)", opts.workDir)
+	}
+	fmt.Println("soak passed")
+	return nil
+}
+
+// runBenchMode runs the benchmark once per machine count, each in its own subfolder of the
+// work folder, printing each run's row as it ends and the whole table at the end.
+func runBenchMode(ctx context.Context, env *helpers.TestEnvironment, opts harnessOptions, counts []int) error {
+	workDir := opts.workDir
 	var results []*benchResult
 	for _, n := range counts {
 		opts.workDir = fmt.Sprintf("%s/n%d", workDir, n)
@@ -136,10 +163,10 @@ func run(ctx context.Context, mode, machines string, provisioning time.Duration,
 			return fmt.Errorf("run with %d machines: %w (logs in %s)", n, err, opts.workDir)
 		}
 		results = append(results, res)
-		printTable(os.Stdout, provisioning, rate, results[len(results)-1:])
+		printTable(os.Stdout, opts.provisioning, opts.ratePerSec, results[len(results)-1:])
 	}
 	fmt.Println("\nAll runs:")
-	printTable(os.Stdout, provisioning, rate, results)
+	printTable(os.Stdout, opts.provisioning, opts.ratePerSec, results)
 	return nil
 }
 

@@ -55,29 +55,56 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 	}
 	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("soak-%d", time.Now().Unix()), cluster: "soak", n: n,
 		sshKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRY soak@example.com"}
-	// With a namespace controller, a second cluster (its own credentials Secret) has its
-	// namespace deleted halfway through the chaos, as a team leaving would.
-	var doomed *doomedWorkload
-	if h.controllerManager != nil {
-		doomed = &doomedWorkload{workload: workload{c: h.env.Client, namespace: w.namespace + "-doomed", cluster: "doomed", n: 3, apiKey: h.apiKey},
-			gone: make(chan time.Duration, 1)}
-	}
+	doomed := newDoomedWorkload(h, w)
 	if err := createAll(ctx, w, doomed.get()); err != nil {
 		return nil, err
 	}
+	if err := runChaos(ctx, h, doomed, chaosFor, res); err != nil {
+		return nil, err
+	}
+	h.sim.ClearFaults()
+	res.faultResponses = countFaultResponses(h.sim)
 
+	if err := checkProvisioned(ctx, h, w, res); err != nil {
+		return nil, err
+	}
+	if err := w.deleteAll(ctx, 10*time.Minute); err != nil {
+		res.violations = append(res.violations, err.Error())
+	}
+	res.leaks = append(res.leaks, leftovers(h.sim, w, keysBefore, sessionsBefore)...)
+	if doomed != nil {
+		res.leaks = append(res.leaks, checkDoomed(ctx, h, doomed, res)...)
+	}
+	res.violations = append(res.violations, scanLogs(h.managerLogs, h.apiKey)...)
+	return res, nil
+}
+
+// newDoomedWorkload is, with a namespace controller, a second cluster (its own credentials
+// Secret) whose namespace is deleted halfway through the chaos, as a team leaving would; nil
+// without one.
+func newDoomedWorkload(h *harness, w *workload) *doomedWorkload {
+	if h.controllerManager == nil {
+		return nil
+	}
+	return &doomedWorkload{workload: workload{c: h.env.Client, namespace: w.namespace + "-doomed", cluster: "doomed", n: 3, apiKey: h.apiKey},
+		gone: make(chan time.Duration, 1)}
+}
+
+// runChaos kills and restarts the manager every 15–30 s until chaosFor has passed, deleting the
+// doomed workload's namespace halfway.
+func runChaos(ctx context.Context, h *harness, doomed *doomedWorkload, chaosFor time.Duration, res *soakResult) error {
 	chaosEnd := time.Now().Add(chaosFor)
 	doomAt := time.Now().Add(chaosFor / 2)
 	for time.Now().Before(chaosEnd) {
 		if time.Now().After(doomAt) {
 			if err := doomed.deleteNamespace(ctx); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		wait := 15*time.Second + rand.N(15*time.Second)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(min(wait, time.Until(chaosEnd))):
 		}
 		if time.Now().After(chaosEnd) {
@@ -86,19 +113,27 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 		h.stopManager(syscall.SIGKILL)
 		res.kills++
 		if err := h.startManager(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := doomed.deleteNamespace(ctx); err != nil { // a chaos too short to reach doomAt
-		return nil, err
-	}
-	h.sim.ClearFaults()
-	for _, r := range h.sim.Requests() {
-		if r.Status == 429 || r.Status >= 500 {
-			res.faultResponses++
-		}
-	}
+	return doomed.deleteNamespace(ctx) // a chaos too short to reach doomAt
+}
 
+// countFaultResponses counts the simulator's answers that were throttled or failed.
+func countFaultResponses(sim *packetsim.Server) int {
+	n := 0
+	for _, r := range sim.Requests() {
+		if r.Status == 429 || r.Status >= 500 {
+			n++
+		}
+	}
+	return n
+}
+
+// checkProvisioned waits for every machine of w to be provisioned after the chaos, then records
+// a violation for each machine without exactly one device and for duplicate endpoint IPs.
+func checkProvisioned(ctx context.Context, h *harness, w *workload, res *soakResult) error {
+	n := w.n
 	if err := waitFor(ctx, 10*time.Minute, "every machine provisioned after the chaos", func() (bool, error) {
 		machines, err := w.machines(ctx)
 		if err != nil {
@@ -116,7 +151,7 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 	}
 	machines, err := w.machines(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range machines {
 		m := &machines[i]
@@ -133,28 +168,27 @@ func runSoak(ctx context.Context, h *harness, n int, chaosFor time.Duration) (*s
 		res.violations = append(res.violations, fmt.Sprintf("%d devices for %d machines", got, n))
 		res.duplicates += max(got-n, 0)
 	}
+	return nil
+}
 
-	if err := w.deleteAll(ctx, 10*time.Minute); err != nil {
-		res.violations = append(res.violations, err.Error())
-	}
+// leftovers lists what w's deletion left in the simulator: devices and IP reservations tagged
+// with its cluster, and BGP sessions and SSH keys beyond those there before the soak.
+func leftovers(sim *packetsim.Server, w *workload, keysBefore, sessionsBefore int) []string {
+	var leaks []string
 	clusterTag := infrav1.ClusterTag(w.namespace, w.cluster)
-	if d := devicesTagged(h.sim, clusterTag); len(d) > 0 {
-		res.leaks = append(res.leaks, fmt.Sprintf("%d devices", len(d)))
+	if d := devicesTagged(sim, clusterTag); len(d) > 0 {
+		leaks = append(leaks, fmt.Sprintf("%d devices", len(d)))
 	}
-	if ips := ipsTagged(h.sim, clusterTag); len(ips) > 0 {
-		res.leaks = append(res.leaks, fmt.Sprintf("%d IP reservations", len(ips)))
+	if ips := ipsTagged(sim, clusterTag); len(ips) > 0 {
+		leaks = append(leaks, fmt.Sprintf("%d IP reservations", len(ips)))
 	}
-	if got := len(h.sim.BGPSessions(packetsim.DefaultProjectID)); got > sessionsBefore {
-		res.leaks = append(res.leaks, fmt.Sprintf("%d BGP sessions", got-sessionsBefore))
+	if got := len(sim.BGPSessions(packetsim.DefaultProjectID)); got > sessionsBefore {
+		leaks = append(leaks, fmt.Sprintf("%d BGP sessions", got-sessionsBefore))
 	}
-	if got := len(h.sim.SSHKeys(packetsim.DefaultProjectID)); got > keysBefore {
-		res.leaks = append(res.leaks, fmt.Sprintf("%d SSH keys", got-keysBefore))
+	if got := len(sim.SSHKeys(packetsim.DefaultProjectID)); got > keysBefore {
+		leaks = append(leaks, fmt.Sprintf("%d SSH keys", got-keysBefore))
 	}
-	if doomed != nil {
-		res.leaks = append(res.leaks, checkDoomed(ctx, h, doomed, res)...)
-	}
-	res.violations = append(res.violations, scanLogs(h.managerLogs, h.apiKey)...)
-	return res, nil
+	return leaks
 }
 
 // createAll creates the workloads side by side: each waits for its PacketCluster.

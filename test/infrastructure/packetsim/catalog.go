@@ -165,63 +165,79 @@ func newCatalog(seed *Seed) *catalog {
 	c := &catalog{metroByKey: map[string]*metroEntry{}, facilityByKey: map[string]*facilityEntry{},
 		planByKey: map[string]*planEntry{}, osBySlug: map[string]*osEntry{}}
 	for _, m := range seed.Metros {
-		me := &metroEntry{SeedMetro: m}
-		me.json = mustJSON(metroJSON{ID: m.ID, Code: m.Code, Name: m.Name, Country: m.Country})
-		c.metros = append(c.metros, me)
-		c.metroByKey[strings.ToLower(m.Code)] = me
-		c.metroByKey[m.ID] = me
-		for _, f := range m.Facilities {
-			fe := newFacilityEntry(f, me)
-			c.facilities = append(c.facilities, fe)
-			c.facilityByKey[strings.ToLower(f.Code)] = fe
-			c.facilityByKey[f.ID] = fe
-		}
+		c.addMetro(m)
 	}
 	for _, p := range seed.Plans {
-		pe := &planEntry{SeedPlan: p, deploymentTypes: p.deploymentTypes()}
-		categories, kind := p.Categories, p.Type
-		if categories == nil {
-			categories = defaultPlanCategories
-		}
-		if kind == "" {
-			kind = "standard"
-		}
-		pe.base = planJSON{ID: p.ID, Slug: p.Slug, Name: p.Name, Description: p.Description, Line: p.Line, Legacy: p.Legacy,
-			Class: p.Class, Type: kind, Categories: categories, Specs: p.Specs, Pricing: map[string]any{"hour": p.PriceHour},
-			DeploymentTypes: pe.deploymentTypes, Href: apiPrefix + "/plans/" + p.ID}
-		pe.jsonLite = mustJSON(pe.base)
-		for _, m := range c.metros {
-			if _, ok := p.Capacity[m.Code]; !ok {
-				continue
-			}
-			pe.metros = append(pe.metros, m)
-			for _, f := range m.Facilities {
-				pe.facilities = append(pe.facilities, c.facility(f.Code))
-			}
-		}
-		c.plans = append(c.plans, pe)
-		c.planByKey[strings.ToLower(p.Slug)] = pe
-		c.planByKey[p.ID] = pe
+		c.addPlan(p)
 	}
 	for _, o := range seed.OperatingSystems {
-		oe := &osEntry{SeedOS: o}
-		on := o.ProvisionableOn
-		if len(on) == 0 {
-			for _, p := range seed.Plans {
-				on = append(on, p.Slug)
-			}
-		}
-		label := o.DistroLabel
-		if label == "" {
-			label = o.Distro
-		}
-		oe.json = mustJSON(map[string]any{"id": stableID("os", o.Slug), "slug": o.Slug, "name": o.Name, "distro": o.Distro,
-			"distro_label": label, "version": o.Version, "provisionable_on": on, "preinstallable": false, "pricing": map[string]any{},
-			"licensed": o.Licensed, "default_operating_system": o.Default})
-		c.oses = append(c.oses, oe)
-		c.osBySlug[strings.ToLower(o.Slug)] = oe
+		c.addOS(o, seed.Plans)
 	}
 	return c
+}
+
+// addMetro adds a metro and its facilities, found by code (any case) or ID.
+func (c *catalog) addMetro(m SeedMetro) {
+	me := &metroEntry{SeedMetro: m}
+	me.json = mustJSON(metroJSON{ID: m.ID, Code: m.Code, Name: m.Name, Country: m.Country})
+	c.metros = append(c.metros, me)
+	c.metroByKey[strings.ToLower(m.Code)] = me
+	c.metroByKey[m.ID] = me
+	for _, f := range m.Facilities {
+		fe := newFacilityEntry(f, me)
+		c.facilities = append(c.facilities, fe)
+		c.facilityByKey[strings.ToLower(f.Code)] = fe
+		c.facilityByKey[f.ID] = fe
+	}
+}
+
+// addPlan adds a plan, found by slug (any case) or ID, available in the metros (already added)
+// it has capacity in and their facilities.
+func (c *catalog) addPlan(p SeedPlan) {
+	pe := &planEntry{SeedPlan: p, deploymentTypes: p.deploymentTypes()}
+	categories, kind := p.Categories, p.Type
+	if categories == nil {
+		categories = defaultPlanCategories
+	}
+	if kind == "" {
+		kind = "standard"
+	}
+	pe.base = planJSON{ID: p.ID, Slug: p.Slug, Name: p.Name, Description: p.Description, Line: p.Line, Legacy: p.Legacy,
+		Class: p.Class, Type: kind, Categories: categories, Specs: p.Specs, Pricing: map[string]any{"hour": p.PriceHour},
+		DeploymentTypes: pe.deploymentTypes, Href: apiPrefix + "/plans/" + p.ID}
+	pe.jsonLite = mustJSON(pe.base)
+	for _, m := range c.metros {
+		if _, ok := p.Capacity[m.Code]; !ok {
+			continue
+		}
+		pe.metros = append(pe.metros, m)
+		for _, f := range m.Facilities {
+			pe.facilities = append(pe.facilities, c.facility(f.Code))
+		}
+	}
+	c.plans = append(c.plans, pe)
+	c.planByKey[strings.ToLower(p.Slug)] = pe
+	c.planByKey[p.ID] = pe
+}
+
+// addOS adds an operating system, provisionable on every plan unless the seed says on which.
+func (c *catalog) addOS(o SeedOS, plans []SeedPlan) {
+	oe := &osEntry{SeedOS: o}
+	on := o.ProvisionableOn
+	if len(on) == 0 {
+		for _, p := range plans {
+			on = append(on, p.Slug)
+		}
+	}
+	label := o.DistroLabel
+	if label == "" {
+		label = o.Distro
+	}
+	oe.json = mustJSON(map[string]any{"id": stableID("os", o.Slug), "slug": o.Slug, "name": o.Name, "distro": o.Distro,
+		"distro_label": label, "version": o.Version, "provisionable_on": on, "preinstallable": false, "pricing": map[string]any{},
+		"licensed": o.Licensed, "default_operating_system": o.Default})
+	c.oses = append(c.oses, oe)
+	c.osBySlug[strings.ToLower(o.Slug)] = oe
 }
 
 // render is the plan as /plans sends it. available_in and available_in_metros are references

@@ -136,57 +136,13 @@ func (s *Server) Counters() map[string]int { return s.recorder.counters() }
 
 // Control API over HTTP. It needs no token: it is for the test harness.
 func (s *Server) controlRoutes(m *http.ServeMux) {
-	m.HandleFunc("GET /_sim/clock", func(w http.ResponseWriter, r *http.Request) {
-		s.writeJSON(w, http.StatusOK, map[string]string{"now": s.Now().Format(time.RFC3339Nano)})
-	})
-	m.HandleFunc("POST /_sim/clock/advance", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Duration string `json:"duration"`
-		}
-		if err := decodeBody(r, &req); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		if v := r.URL.Query().Get("d"); v != "" {
-			req.Duration = v
-		}
-		d, err := time.ParseDuration(req.Duration)
-		if err != nil || d < 0 {
-			s.writeError(w, errorf(http.StatusUnprocessableEntity, "d must be a positive duration such as 30s"))
-			return
-		}
-		s.Advance(d)
-		s.writeJSON(w, http.StatusOK, map[string]string{"now": s.Now().Format(time.RFC3339Nano)})
-	})
-	m.HandleFunc("POST /_sim/devices/{id}/state", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			State string `json:"state"`
-		}
-		if err := decodeBody(r, &req); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		if err := s.SetDeviceState(r.PathValue("id"), req.State); err != nil {
-			s.writeError(w, errorf(http.StatusUnprocessableEntity, err.Error()))
-			return
-		}
-		s.writeBody(w, http.StatusNoContent, nil)
-	})
+	m.HandleFunc("GET /_sim/clock", s.handleClock)
+	m.HandleFunc("POST /_sim/clock/advance", s.handleClockAdvance)
+	m.HandleFunc("POST /_sim/devices/{id}/state", s.handleSetDeviceState)
 	m.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, map[string]any{"faults": s.Faults()})
 	})
-	m.HandleFunc("POST /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
-		var f Fault
-		if err := decodeBody(r, &f); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		if f.Kind == "" {
-			s.writeError(w, errorf(http.StatusUnprocessableEntity, "kind is required"))
-			return
-		}
-		s.writeJSON(w, http.StatusCreated, map[string]string{"id": s.InjectFault(f)})
-	})
+	m.HandleFunc("POST /_sim/faults", s.handleInjectFault)
 	m.HandleFunc("DELETE /_sim/faults", func(w http.ResponseWriter, r *http.Request) {
 		s.ClearFaults()
 		s.writeBody(w, http.StatusNoContent, nil)
@@ -211,4 +167,60 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 		}
 		s.writeBody(w, http.StatusNoContent, nil)
 	})
+}
+
+// handleClock answers the virtual time.
+func (s *Server) handleClock(w http.ResponseWriter, _ *http.Request) {
+	s.writeJSON(w, http.StatusOK, map[string]string{"now": s.Now().Format(time.RFC3339Nano)})
+}
+
+// handleClockAdvance moves the virtual clock on by ?d= or {"duration": ...}.
+func (s *Server) handleClockAdvance(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Duration string `json:"duration"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if v := r.URL.Query().Get("d"); v != "" {
+		req.Duration = v
+	}
+	d, err := time.ParseDuration(req.Duration)
+	if err != nil || d < 0 {
+		s.writeError(w, errorf(http.StatusUnprocessableEntity, "d must be a positive duration such as 30s"))
+		return
+	}
+	s.Advance(d)
+	s.writeJSON(w, http.StatusOK, map[string]string{"now": s.Now().Format(time.RFC3339Nano)})
+}
+
+// handleSetDeviceState puts a device in the state {"state": ...} names.
+func (s *Server) handleSetDeviceState(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		State string `json:"state"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if err := s.SetDeviceState(r.PathValue("id"), req.State); err != nil {
+		s.writeError(w, errorf(http.StatusUnprocessableEntity, err.Error()))
+		return
+	}
+	s.writeBody(w, http.StatusNoContent, nil)
+}
+
+// handleInjectFault injects the fault in the body and answers its id.
+func (s *Server) handleInjectFault(w http.ResponseWriter, r *http.Request) {
+	var f Fault
+	if err := decodeBody(r, &f); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if f.Kind == "" {
+		s.writeError(w, errorf(http.StatusUnprocessableEntity, "kind is required"))
+		return
+	}
+	s.writeJSON(w, http.StatusCreated, map[string]string{"id": s.InjectFault(f)})
 }

@@ -205,93 +205,154 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	if err != nil {
 		return nil, err
 	}
-	var errs []string
-	plan := s.catalog.plan(req.Plan)
-	if req.Plan == "" || plan == nil {
-		errs = append(errs, "Plan is not valid")
-	}
-	osEntry := s.catalog.os(req.OS)
-	if req.OS == "" || osEntry == nil {
-		errs = append(errs, "Operating system is not valid")
-	}
-	facilities, err := parseFacilities(req.Facility)
+	choice, err := s.deviceChoice(req)
 	if err != nil {
 		return nil, err
 	}
-	if req.Metro == "" && len(facilities) == 0 && req.HardwareReservationID == "" {
+	if err := s.validateDeviceCreate(req, choice); err != nil {
+		return nil, err
+	}
+	parsed, err := parseDeviceCreate(req, choice.os, now)
+	if err != nil {
+		return nil, err
+	}
+	if project.MaxDevices > 0 && len(s.st.DeviceOrder[projectID]) >= project.MaxDevices {
+		return nil, errorf(http.StatusUnprocessableEntity, "Project has reached its device limit")
+	}
+
+	d := newDevice(projectID, req, choice, parsed, now)
+	call := callOf(r)
+	call.tags = d.Tags
+	if err := s.placeDevice(call, d, req, choice, parsed.spotMax, now); err != nil {
+		return nil, err
+	}
+	d.SSHKeyIDs = s.deviceSSHKeys(projectID, req)
+	d.Ports = s.newPorts(d)
+	s.applyDeviceFaults(call, d, now)
+
+	s.st.addDevice(d)
+	// The 201 always shows "queued", as the real API does; with zero
+	// timings the device moves on the next request.
+	s.enterState(d, StateQueued, now)
+	return d, nil
+}
+
+// deviceChoice is the plan, operating system and location a create asks for.
+type deviceChoice struct {
+	plan       *planEntry
+	os         *osEntry
+	metro      *metroEntry // nil when the create names facilities (or a hardware reservation) instead
+	facilities []string
+}
+
+// deviceChoice looks up the plan, operating system, metro and facilities a create names; every
+// one that is missing or unknown is reported in one 422, as the API does.
+func (s *Server) deviceChoice(req *deviceCreateRequest) (deviceChoice, error) {
+	var errs []string
+	c := deviceChoice{plan: s.catalog.plan(req.Plan), os: s.catalog.os(req.OS)}
+	if req.Plan == "" || c.plan == nil {
+		errs = append(errs, "Plan is not valid")
+	}
+	if req.OS == "" || c.os == nil {
+		errs = append(errs, "Operating system is not valid")
+	}
+	var err error
+	if c.facilities, err = parseFacilities(req.Facility); err != nil {
+		return c, err
+	}
+	if req.Metro == "" && len(c.facilities) == 0 && req.HardwareReservationID == "" {
 		errs = append(errs, msgFacilityBlank)
 	}
-	var metro *metroEntry
 	if req.Metro != "" {
-		if metro = s.catalog.metro(req.Metro); metro == nil {
+		if c.metro = s.catalog.metro(req.Metro); c.metro == nil {
 			errs = append(errs, "Metro is not valid")
 		}
 	}
-	for _, f := range facilities {
+	for _, f := range c.facilities {
 		if f != "any" && s.catalog.facility(f) == nil {
 			errs = append(errs, "Facility is not valid")
 			break
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errorf(http.StatusUnprocessableEntity, errs...)
+		return c, errorf(http.StatusUnprocessableEntity, errs...)
 	}
-	if !osEntry.provisionableOn(plan.Slug) {
-		return nil, errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", osEntry.Slug, plan.Slug))
+	return c, nil
+}
+
+// validateDeviceCreate checks that the operating system suits the plan, the hostname, billing
+// cycle and user-data, and that a custom_ipxe device has exactly one iPXE script.
+func (s *Server) validateDeviceCreate(req *deviceCreateRequest, c deviceChoice) error {
+	if !c.os.provisionableOn(c.plan.Slug) {
+		return errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", c.os.Slug, c.plan.Slug))
 	}
 	if req.Hostname != "" && !hostnamePattern.MatchString(req.Hostname) {
-		return nil, errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
+		return errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
 	}
 	if err := validateBillingCycle(req.BillingCycle); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.validateUserdata(req.UserData); err != nil {
-		return nil, err
+		return err
 	}
-	if osEntry.Slug == "custom_ipxe" {
+	if c.os.Slug == "custom_ipxe" {
 		ipxeUserdata := strings.HasPrefix(req.UserData, "#!ipxe")
 		if req.IPXEScriptURL != "" && ipxeUserdata {
-			return nil, errorf(http.StatusUnprocessableEntity, msgIPXEBoth)
+			return errorf(http.StatusUnprocessableEntity, msgIPXEBoth)
 		}
 		if req.IPXEScriptURL == "" && !ipxeUserdata {
-			return nil, errorf(http.StatusUnprocessableEntity, msgIPXENeither)
+			return errorf(http.StatusUnprocessableEntity, msgIPXENeither)
 		}
 	}
-	customData, err := parseCustomData(req.CustomData)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// parsedDeviceCreate are the fields of a create that are parsed rather than copied.
+type parsedDeviceCreate struct {
+	customData    map[string]any
+	managementIPs []ManagementIP
+	storage       json.RawMessage
+	spotMax       float64
+}
+
+// parseDeviceCreate parses a create's customdata, ip_addresses, storage and spot bid, and checks
+// the spot bid, termination time and tags.
+func parseDeviceCreate(req *deviceCreateRequest, o *osEntry, now time.Time) (parsedDeviceCreate, error) {
+	var p parsedDeviceCreate
+	var err error
+	if p.customData, err = parseCustomData(req.CustomData); err != nil {
+		return p, err
 	}
-	managementIPs, err := planManagementIPs(req.IPAddresses, osEntry, req.PublicIPv4SubnetSize, true)
-	if err != nil {
-		return nil, err
+	if p.managementIPs, err = planManagementIPs(req.IPAddresses, o, req.PublicIPv4SubnetSize, true); err != nil {
+		return p, err
 	}
-	storage, err := parseStorage(req.Storage)
-	if err != nil {
-		return nil, err
+	if p.storage, err = parseStorage(req.Storage); err != nil {
+		return p, err
 	}
-	spotMax, err := parseFloat(req.SpotPriceMax)
-	if err != nil {
-		return nil, errorf(http.StatusUnprocessableEntity, "Spot price max is not a number")
+	if p.spotMax, err = parseFloat(req.SpotPriceMax); err != nil {
+		return p, errorf(http.StatusUnprocessableEntity, "Spot price max is not a number")
 	}
-	if req.SpotInstance && spotMax <= 0 {
-		return nil, errorf(http.StatusUnprocessableEntity, "Spot price max must be greater than 0")
+	if req.SpotInstance && p.spotMax <= 0 {
+		return p, errorf(http.StatusUnprocessableEntity, "Spot price max must be greater than 0")
 	}
 	if req.TerminationTime != nil && req.TerminationTime.Before(now) {
-		return nil, errorf(http.StatusUnprocessableEntity, "Termination time must be in the future")
+		return p, errorf(http.StatusUnprocessableEntity, "Termination time must be in the future")
 	}
 	for _, tag := range req.Tags {
 		if len(tag) > 255 {
-			return nil, errorf(http.StatusUnprocessableEntity, "Tags are too long (maximum is 255 characters)")
+			return p, errorf(http.StatusUnprocessableEntity, "Tags are too long (maximum is 255 characters)")
 		}
 	}
-	if project.MaxDevices > 0 && len(s.st.DeviceOrder[projectID]) >= project.MaxDevices {
-		return nil, errorf(http.StatusUnprocessableEntity, "Project has reached its device limit")
-	}
+	return p, nil
+}
 
-	d := &Device{ID: uuid.NewString(), ProjectID: projectID, Plan: plan.Slug, OS: osEntry.Slug, Hostname: req.Hostname,
-		Description: req.Description, Tags: req.Tags, UserData: req.UserData, CustomData: customData, BillingCycle: req.BillingCycle,
-		IPXEScriptURL: req.IPXEScriptURL, AlwaysPXE: req.AlwaysPXE, SpotInstance: req.SpotInstance, SpotPriceMax: spotMax,
-		ManagementIPs: managementIPs, Storage: storage, CreatedAt: now, UpdatedAt: now}
+// newDevice is the device a validated create describes, with the API's defaults filled in; it
+// has no location yet.
+func newDevice(projectID string, req *deviceCreateRequest, c deviceChoice, p parsedDeviceCreate, now time.Time) *Device {
+	d := &Device{ID: uuid.NewString(), ProjectID: projectID, Plan: c.plan.Slug, OS: c.os.Slug, Hostname: req.Hostname,
+		Description: req.Description, Tags: req.Tags, UserData: req.UserData, CustomData: p.customData, BillingCycle: req.BillingCycle,
+		IPXEScriptURL: req.IPXEScriptURL, AlwaysPXE: req.AlwaysPXE, SpotInstance: req.SpotInstance, SpotPriceMax: p.spotMax,
+		ManagementIPs: p.managementIPs, Storage: p.storage, CreatedAt: now, UpdatedAt: now}
 	if d.Tags == nil {
 		d.Tags = []string{}
 	}
@@ -306,48 +367,43 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	if d.Hostname == "" {
 		d.Hostname = "sim-" + d.ShortID
 	}
+	return d
+}
 
-	call := callOf(r)
-	call.tags = d.Tags
+// placeDevice puts the device on the hardware reservation the create names, or in a facility
+// with capacity for its plan (taking one server of it), checking a spot bid against the price.
+func (s *Server) placeDevice(call faultCall, d *Device, req *deviceCreateRequest, c deviceChoice, spotMax float64, now time.Time) error {
 	if req.SpotInstance && req.HardwareReservationID != "" {
-		return nil, errorf(http.StatusUnprocessableEntity, "Spot instances cannot be created on hardware reservations")
+		return errorf(http.StatusUnprocessableEntity, "Spot instances cannot be created on hardware reservations")
 	}
 	if req.HardwareReservationID != "" {
-		hw, err := s.claimHardwareReservation(call, projectID, req.HardwareReservationID, plan, metro, facilities, now)
+		hw, err := s.claimHardwareReservation(call, d.ProjectID, req.HardwareReservationID, c.plan, c.metro, c.facilities, now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		hw.DeviceID = d.ID
 		d.HardwareReservationID = hw.ID
 		d.Plan, d.Facility = hw.Plan, hw.Facility
 		d.Metro = s.catalog.facility(hw.Facility).metro.Code
-	} else {
-		if way := deploymentType(req.SpotInstance); !hasTag(plan.deploymentTypes, way) {
-			// Packet's words unverified; the point is a 422 that names the plan,
-			// not the capacity 503 an on-demand plan without servers gets.
-			return nil, errorf(http.StatusUnprocessableEntity, "Plan "+plan.Slug+" is not available for "+way+" deployment")
-		}
-		fac, err := s.placeOnDemand(call, plan, metro, facilities)
-		if err != nil {
-			return nil, err
-		}
-		d.Facility, d.Metro = fac.Code, fac.metro.Code
-		if req.SpotInstance {
-			if err := s.checkSpotBid(d.Metro, d.Plan, spotMax); err != nil {
-				return nil, err
-			}
-		}
-		s.st.Capacity[d.Metro][d.Plan]--
+		return nil
 	}
-	d.SSHKeyIDs = s.deviceSSHKeys(projectID, req)
-	d.Ports = s.newPorts(d)
-	s.applyDeviceFaults(call, d, now)
-
-	s.st.addDevice(d)
-	// The 201 always shows "queued", as the real API does; with zero
-	// timings the device moves on the next request.
-	s.enterState(d, StateQueued, now)
-	return d, nil
+	if way := deploymentType(req.SpotInstance); !hasTag(c.plan.deploymentTypes, way) {
+		// Packet's words unverified; the point is a 422 that names the plan,
+		// not the capacity 503 an on-demand plan without servers gets.
+		return errorf(http.StatusUnprocessableEntity, "Plan "+c.plan.Slug+" is not available for "+way+" deployment")
+	}
+	fac, err := s.placeOnDemand(call, c.plan, c.metro, c.facilities)
+	if err != nil {
+		return err
+	}
+	d.Facility, d.Metro = fac.Code, fac.metro.Code
+	if req.SpotInstance {
+		if err := s.checkSpotBid(d.Metro, d.Plan, spotMax); err != nil {
+			return err
+		}
+	}
+	s.st.Capacity[d.Metro][d.Plan]--
+	return nil
 }
 
 // deploymentType is how a device without a hardware reservation is sold.
@@ -495,22 +551,25 @@ func (s *Server) deviceFilter(q map[string][]string) func(*Device) bool {
 			typ == "ondemand" && (d.SpotInstance || d.HardwareReservationID != ""):
 			return false
 		}
-		if search != "" {
-			fields := append([]string{d.Hostname, d.Description, d.ID, d.ShortID, d.Plan, d.Facility, d.OS, d.HardwareReservationID}, d.Tags...)
-			for _, aid := range d.IPAssignmentIDs {
-				if a := s.st.IPAssignments[aid]; a != nil {
-					fields = append(fields, a.Address)
-				}
-			}
-			for _, f := range fields {
-				if containsFold(f, search) {
-					return true
-				}
-			}
-			return false
-		}
-		return true
+		return search == "" || s.deviceMatchesSearch(d, search)
 	}
+}
+
+// deviceMatchesSearch reports whether search= is part of (any case) one of the fields the API
+// searches: hostname, description, IDs, plan, facility, OS, reservation, tags and addresses.
+func (s *Server) deviceMatchesSearch(d *Device, search string) bool {
+	fields := append([]string{d.Hostname, d.Description, d.ID, d.ShortID, d.Plan, d.Facility, d.OS, d.HardwareReservationID}, d.Tags...)
+	for _, aid := range d.IPAssignmentIDs {
+		if a := s.st.IPAssignments[aid]; a != nil {
+			fields = append(fields, a.Address)
+		}
+	}
+	for _, f := range fields {
+		if containsFold(f, search) {
+			return true
+		}
+	}
+	return false
 }
 
 type deviceUpdateRequest struct {
@@ -539,55 +598,68 @@ func (s *Server) updateDevice(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		if req.Hostname != nil && !hostnamePattern.MatchString(*req.Hostname) {
-			return nil, errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
+		customData, err := s.validateDeviceUpdate(&req)
+		if err != nil {
+			return nil, err
 		}
-		if req.UserData != nil {
-			if err := s.validateUserdata(*req.UserData); err != nil {
-				return nil, err
-			}
-		}
-		if req.BillingCycle != nil {
-			if err := validateBillingCycle(*req.BillingCycle); err != nil {
-				return nil, err
-			}
-		}
-		var customData map[string]any
-		if len(req.CustomData) > 0 {
-			if customData, err = parseCustomData(req.CustomData); err != nil {
-				return nil, err
-			}
-		}
-		set := func(dst *string, v *string) {
-			if v != nil {
-				*dst = *v
-			}
-		}
-		set(&d.Hostname, req.Hostname)
-		set(&d.Description, req.Description)
-		set(&d.UserData, req.UserData)
-		set(&d.IPXEScriptURL, req.IPXEScriptURL)
-		set(&d.BillingCycle, req.BillingCycle)
-		if req.Locked != nil {
-			d.Locked = *req.Locked
-		}
-		if req.AlwaysPXE != nil {
-			d.AlwaysPXE = *req.AlwaysPXE
-		}
-		if req.SpotInstance != nil && !*req.SpotInstance {
-			d.SpotInstance, d.SpotPriceMax, d.TerminationTime = false, 0, nil
-		}
-		if req.Tags != nil {
-			d.Tags = append([]string{}, (*req.Tags)...)
-		}
-		if customData != nil {
-			d.CustomData = customData
-		}
+		applyDeviceUpdate(d, &req, customData)
 		d.UpdatedAt = now
 		return s.renderDevice(d, s.parseIncludes(r.URL.Query()), now), nil
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusOK, body, err)
+}
+
+// validateDeviceUpdate checks an update's hostname, user-data and billing cycle, and parses its
+// customdata (nil when it sets none).
+func (s *Server) validateDeviceUpdate(req *deviceUpdateRequest) (map[string]any, error) {
+	if req.Hostname != nil && !hostnamePattern.MatchString(*req.Hostname) {
+		return nil, errorf(http.StatusUnprocessableEntity, "Hostname is invalid")
+	}
+	if req.UserData != nil {
+		if err := s.validateUserdata(*req.UserData); err != nil {
+			return nil, err
+		}
+	}
+	if req.BillingCycle != nil {
+		if err := validateBillingCycle(*req.BillingCycle); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.CustomData) == 0 {
+		return nil, nil
+	}
+	return parseCustomData(req.CustomData)
+}
+
+// applyDeviceUpdate sets the fields an update names; turning spot_instance off makes the device
+// an on-demand one.
+func applyDeviceUpdate(d *Device, req *deviceUpdateRequest, customData map[string]any) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&d.Hostname, req.Hostname)
+	set(&d.Description, req.Description)
+	set(&d.UserData, req.UserData)
+	set(&d.IPXEScriptURL, req.IPXEScriptURL)
+	set(&d.BillingCycle, req.BillingCycle)
+	if req.Locked != nil {
+		d.Locked = *req.Locked
+	}
+	if req.AlwaysPXE != nil {
+		d.AlwaysPXE = *req.AlwaysPXE
+	}
+	if req.SpotInstance != nil && !*req.SpotInstance {
+		d.SpotInstance, d.SpotPriceMax, d.TerminationTime = false, 0, nil
+	}
+	if req.Tags != nil {
+		d.Tags = append([]string{}, (*req.Tags)...)
+	}
+	if customData != nil {
+		d.CustomData = customData
+	}
 }
 
 // deleteDevice accepts force_delete in the JSON body (packngo) or the query
@@ -677,15 +749,8 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request) {
 			if d.State != StateActive && d.State != StateInactive && d.State != StateFailed {
 				return invalid
 			}
-			if req.OperatingSystem != "" {
-				o := s.catalog.os(req.OperatingSystem)
-				if o == nil {
-					return errorf(http.StatusUnprocessableEntity, "Operating system is not valid")
-				}
-				if !o.provisionableOn(d.Plan) {
-					return errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", o.Slug, d.Plan))
-				}
-				d.OS = o.Slug
+			if err := s.reinstallWith(d, req.OperatingSystem); err != nil {
+				return err
 			}
 			s.enterState(d, StateReinstalling, now)
 		default:
@@ -696,6 +761,23 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusAccepted, nil, err)
+}
+
+// reinstallWith switches a device about to be reinstalled to operating system slug (none: keep
+// its own), which must be provisionable on its plan.
+func (s *Server) reinstallWith(d *Device, slug string) error {
+	if slug == "" {
+		return nil
+	}
+	o := s.catalog.os(slug)
+	if o == nil {
+		return errorf(http.StatusUnprocessableEntity, "Operating system is not valid")
+	}
+	if !o.provisionableOn(d.Plan) {
+		return errorf(http.StatusUnprocessableEntity, fmt.Sprintf("Operating system %s is not provisionable on plan %s", o.Slug, d.Plan))
+	}
+	d.OS = o.Slug
+	return nil
 }
 
 func (s *Server) listDeviceEvents(w http.ResponseWriter, r *http.Request) {

@@ -148,26 +148,9 @@ func (s *Server) enterState(d *Device, state string, at time.Time) {
 		s.addEvent(d, at, "provisioning.101", "Device queued for provisioning")
 		s.schedule(d, StateProvisioning, at.Add(t.Queued))
 	case StateProvisioning:
-		if err := s.allocateManagementIPs(d, at); err != nil {
-			s.addEvent(d, at, "provisioning.failed", err.Error())
-			d.State = StateFailed
-			return
-		}
-		dur := t.Provisioning
-		if d.OS == "custom_ipxe" {
-			dur = t.CustomIPXE
-		}
-		d.ProvisioningStarted, d.ProvisioningDuration = at, dur
-		s.addEvent(d, at, "provisioning.104", "Provisioning started")
-		s.schedule(d, StateActive, at.Add(dur))
+		s.startProvisioning(d, at)
 	case StateActive:
-		switch prev {
-		case StateProvisioning, StateReinstalling:
-			d.RootPassword = uuid.NewString()[:12]
-			s.addEvent(d, at, "provisioning.109", "Provision complete! Your device is ready to go.")
-		case StatePoweringOn:
-			s.addEvent(d, at, "power.on", "Device powered on")
-		}
+		s.becomeActive(d, prev, at)
 	case StateInactive:
 		s.addEvent(d, at, "power.off", "Device powered off")
 	case StateDeprovisioning:
@@ -185,6 +168,35 @@ func (s *Server) enterState(d *Device, state string, at time.Time) {
 		s.addEvent(d, at, "provisioning.failed", "Provisioning failed")
 	case StateGone:
 		s.removeDevice(d, at)
+	}
+}
+
+// startProvisioning gives a device its management IPs (failing it when there are none left)
+// and schedules it to become active once its OS is installed.
+func (s *Server) startProvisioning(d *Device, at time.Time) {
+	if err := s.allocateManagementIPs(d, at); err != nil {
+		s.addEvent(d, at, "provisioning.failed", err.Error())
+		d.State = StateFailed
+		return
+	}
+	dur := s.timing.Provisioning
+	if d.OS == "custom_ipxe" {
+		dur = s.timing.CustomIPXE
+	}
+	d.ProvisioningStarted, d.ProvisioningDuration = at, dur
+	s.addEvent(d, at, "provisioning.104", "Provisioning started")
+	s.schedule(d, StateActive, at.Add(dur))
+}
+
+// becomeActive records how a device became active: a finished (re)install gets a new root
+// password, a power-on just its event.
+func (s *Server) becomeActive(d *Device, prev string, at time.Time) {
+	switch prev {
+	case StateProvisioning, StateReinstalling:
+		d.RootPassword = uuid.NewString()[:12]
+		s.addEvent(d, at, "provisioning.109", "Provision complete! Your device is ready to go.")
+	case StatePoweringOn:
+		s.addEvent(d, at, "power.on", "Device powered on")
 	}
 }
 

@@ -23,20 +23,7 @@ func (s *Server) claimHardwareReservation(call faultCall, projectID, want string
 		return nil, errorf(http.StatusServiceUnavailable, msgNoHWReservations+location)
 	}
 	if want != "next-available" {
-		if !isUUID(want) {
-			return nil, notFound()
-		}
-		hw := s.st.HardwareReservations[strings.ToLower(want)]
-		if hw == nil || hw.ProjectID != projectID {
-			return nil, notFound()
-		}
-		if !hw.provisionable(now) {
-			return nil, errorf(http.StatusUnprocessableEntity, msgNotProvisionable)
-		}
-		if s.opts.Knobs.HardwareReservationStrictPlan && hw.Plan != plan.Slug {
-			return nil, errorf(http.StatusUnprocessableEntity, "Plan does not match the hardware reservation's plan")
-		}
-		return hw, nil
+		return s.requestedHardwareReservation(projectID, want, plan, now)
 	}
 	inFacilities := func(code string) bool {
 		for _, f := range facilities {
@@ -68,6 +55,25 @@ func (s *Server) claimHardwareReservation(call faultCall, projectID, want string
 		return candidates[i].ID < candidates[j].ID
 	})
 	return candidates[0], nil
+}
+
+// requestedHardwareReservation is the reservation with ID want, if the project holds it, it can
+// be provisioned now, and (with the strict-plan knob) it is of the plan asked for.
+func (s *Server) requestedHardwareReservation(projectID, want string, plan *planEntry, now time.Time) (*HardwareReservation, error) {
+	if !isUUID(want) {
+		return nil, notFound()
+	}
+	hw := s.st.HardwareReservations[strings.ToLower(want)]
+	if hw == nil || hw.ProjectID != projectID {
+		return nil, notFound()
+	}
+	if !hw.provisionable(now) {
+		return nil, errorf(http.StatusUnprocessableEntity, msgNotProvisionable)
+	}
+	if s.opts.Knobs.HardwareReservationStrictPlan && hw.Plan != plan.Slug {
+		return nil, errorf(http.StatusUnprocessableEntity, "Plan does not match the hardware reservation's plan")
+	}
+	return hw, nil
 }
 
 type hardwareReservationJSON struct {

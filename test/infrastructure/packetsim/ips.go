@@ -104,46 +104,13 @@ func (s *Server) createIPReservation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) buildReservation(r *http.Request, project *Project, req *ipReservationRequest, now time.Time) (*IPReservation, error) {
-	var bitsLen int
-	switch req.Type {
-	case "public_ipv4", "global_ipv4":
-		bitsLen = 32
-	case "public_ipv6":
-		bitsLen = 128
-	case "":
-		return nil, errorf(http.StatusUnprocessableEntity, "Type can't be blank")
-	default:
-		return nil, errorf(http.StatusUnprocessableEntity, "Type is not supported by the simulator: "+req.Type)
+	bitsLen, err := addressBits(req)
+	if err != nil {
+		return nil, err
 	}
-	if req.Quantity <= 0 || bits.OnesCount(uint(req.Quantity)) != 1 || bitsLen == 32 && req.Quantity > 16 {
-		return nil, errorf(http.StatusUnprocessableEntity, "Quantity must be a power of 2 between 1 and 16")
-	}
-	facility, metro := "", ""
-	if req.Type == "global_ipv4" {
-		// Global addresses are anycast: they belong to no metro or facility.
-		if req.Facility != nil && *req.Facility != "" || req.Metro != nil && *req.Metro != "" {
-			return nil, errorf(http.StatusUnprocessableEntity, "Global IPv4 reservations cannot have a metro or facility")
-		}
-	}
-	if req.Facility != nil && *req.Facility != "" {
-		f := s.catalog.facility(*req.Facility)
-		if f == nil {
-			return nil, errorf(http.StatusUnprocessableEntity, "Facility is not valid")
-		}
-		facility, metro = f.Code, f.metro.Code
-	}
-	if req.Metro != nil && *req.Metro != "" {
-		m := s.catalog.metro(*req.Metro)
-		if m == nil {
-			return nil, errorf(http.StatusUnprocessableEntity, "Metro is not valid")
-		}
-		if metro != "" && metro != m.Code {
-			return nil, errorf(http.StatusUnprocessableEntity, "Facility is not in the given metro")
-		}
-		metro = m.Code
-	}
-	if metro == "" && req.Type != "global_ipv4" {
-		return nil, errorf(http.StatusUnprocessableEntity, msgFacilityRequired)
+	facility, metro, err := s.reservationLocation(req)
+	if err != nil {
+		return nil, err
 	}
 	customData, err := parseCustomData(req.CustomData)
 	if err != nil {
@@ -157,23 +124,8 @@ func (s *Server) buildReservation(r *http.Request, project *Project, req *ipRese
 	}
 	call := callOf(r)
 	call.tags = res.Tags
-	overQuota := req.Type == "public_ipv4" && s.elasticIPv4Used(project.ID)+req.Quantity > project.PublicIPv4Quota
-	pending, hasPendingFault := s.faults.take(call, FaultEIPPending)
-	switch {
-	case overQuota && req.FailOnApprovalRequired:
-		return nil, errorf(http.StatusUnprocessableEntity, fmt.Sprintf(
-			"Request for %d public IPv4 addresses exceeds the project's quota of %d and requires approval", req.Quantity, project.PublicIPv4Quota))
-	case hasPendingFault:
-		res.State, res.PendingUntil, res.DenyAfterWait = "pending", now.Add(pending.Duration), pending.State == "denied"
-	case overQuota:
-		res.State, res.PendingUntil = "pending", now.Add(s.timing.EIPApproval)
-	}
-	if res.State == "created" {
-		if err := s.allocateReservation(res); err != nil {
-			return nil, err
-		}
-	} else {
-		s.noteDue(res.PendingUntil)
+	if err := s.approveOrHold(call, project, req, res, now); err != nil {
+		return nil, err
 	}
 	if f, ok := s.faults.take(call, FaultListLag); ok {
 		res.ListVisibleAt = now.Add(f.Duration)
@@ -181,6 +133,79 @@ func (s *Server) buildReservation(r *http.Request, project *Project, req *ipRese
 	s.st.IPReservations[res.ID] = res
 	s.st.IPOrder[project.ID] = append(s.st.IPOrder[project.ID], res.ID)
 	return res, nil
+}
+
+// addressBits is the address length of the reservation's type, once its quantity is checked.
+func addressBits(req *ipReservationRequest) (int, error) {
+	var bitsLen int
+	switch req.Type {
+	case "public_ipv4", "global_ipv4":
+		bitsLen = 32
+	case "public_ipv6":
+		bitsLen = 128
+	case "":
+		return 0, errorf(http.StatusUnprocessableEntity, "Type can't be blank")
+	default:
+		return 0, errorf(http.StatusUnprocessableEntity, "Type is not supported by the simulator: "+req.Type)
+	}
+	if req.Quantity <= 0 || bits.OnesCount(uint(req.Quantity)) != 1 || bitsLen == 32 && req.Quantity > 16 {
+		return 0, errorf(http.StatusUnprocessableEntity, "Quantity must be a power of 2 between 1 and 16")
+	}
+	return bitsLen, nil
+}
+
+// reservationLocation is the facility (if one is asked for) and metro of a reservation; global
+// addresses have neither, every other type needs a metro.
+func (s *Server) reservationLocation(req *ipReservationRequest) (facility, metro string, err error) {
+	if req.Type == "global_ipv4" {
+		// Global addresses are anycast: they belong to no metro or facility.
+		if req.Facility != nil && *req.Facility != "" || req.Metro != nil && *req.Metro != "" {
+			return "", "", errorf(http.StatusUnprocessableEntity, "Global IPv4 reservations cannot have a metro or facility")
+		}
+	}
+	if req.Facility != nil && *req.Facility != "" {
+		f := s.catalog.facility(*req.Facility)
+		if f == nil {
+			return "", "", errorf(http.StatusUnprocessableEntity, "Facility is not valid")
+		}
+		facility, metro = f.Code, f.metro.Code
+	}
+	if req.Metro != nil && *req.Metro != "" {
+		m := s.catalog.metro(*req.Metro)
+		if m == nil {
+			return "", "", errorf(http.StatusUnprocessableEntity, "Metro is not valid")
+		}
+		if metro != "" && metro != m.Code {
+			return "", "", errorf(http.StatusUnprocessableEntity, "Facility is not in the given metro")
+		}
+		metro = m.Code
+	}
+	if metro == "" && req.Type != "global_ipv4" {
+		return "", "", errorf(http.StatusUnprocessableEntity, msgFacilityRequired)
+	}
+	return facility, metro, nil
+}
+
+// approveOrHold allocates the reservation's addresses at once, or leaves it pending approval
+// when it exceeds the project's public IPv4 quota (an error if the request says to fail
+// instead) or a pending fault holds it.
+func (s *Server) approveOrHold(call faultCall, project *Project, req *ipReservationRequest, res *IPReservation, now time.Time) error {
+	overQuota := req.Type == "public_ipv4" && s.elasticIPv4Used(project.ID)+req.Quantity > project.PublicIPv4Quota
+	pending, hasPendingFault := s.faults.take(call, FaultEIPPending)
+	switch {
+	case overQuota && req.FailOnApprovalRequired:
+		return errorf(http.StatusUnprocessableEntity, fmt.Sprintf(
+			"Request for %d public IPv4 addresses exceeds the project's quota of %d and requires approval", req.Quantity, project.PublicIPv4Quota))
+	case hasPendingFault:
+		res.State, res.PendingUntil, res.DenyAfterWait = "pending", now.Add(pending.Duration), pending.State == "denied"
+	case overQuota:
+		res.State, res.PendingUntil = "pending", now.Add(s.timing.EIPApproval)
+	}
+	if res.State == "created" {
+		return s.allocateReservation(res)
+	}
+	s.noteDue(res.PendingUntil)
+	return nil
 }
 
 func (s *Server) allocateReservation(res *IPReservation) error {

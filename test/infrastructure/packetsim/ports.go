@@ -189,53 +189,14 @@ func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 		}
 		switch op {
 		case "assign", "unassign":
-			vn := s.resolveVLAN(d.ProjectID, req.VNID)
-			if vn == nil {
-				return nil, errorf(http.StatusUnprocessableEntity, "Virtual network not found")
-			}
-			if vn.Metro != d.Metro {
-				return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is not in the device's metro")
-			}
-			if op == "assign" {
-				if hasTag(p.VLANs, vn.ID) {
-					return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is already assigned to this port")
-				}
-				if err := canCarryVLANs(p); err != nil {
-					return nil, err
-				}
-				assignVLAN(p, vn.ID, now)
-			} else {
-				if !hasTag(p.VLANs, vn.ID) {
-					return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is not assigned to this port")
-				}
-				unassignVLAN(p, vn.ID)
-			}
+			err = s.portVLANAction(d, p, op, req.VNID, now)
 		case "bond":
-			// Bonding an eth port back into bond0 (or all of them, bulk_enable) needs its
-			// VLANs gone; bonding a bonded port changes nothing.
-			for i := range d.Ports {
-				if (d.Ports[i].ID == p.ID || req.BulkEnable) && !d.Ports[i].Bonded && d.Ports[i].Type == "NetworkPort" && len(d.Ports[i].VLANs) > 0 {
-					return nil, errorf(http.StatusUnprocessableEntity, msgPortHasVLANs)
-				}
-			}
-			for i := range d.Ports {
-				if d.Ports[i].ID == p.ID || req.BulkEnable {
-					d.Ports[i].Bonded = true
-				}
-			}
+			err = bondPorts(d, p, req.BulkEnable)
 		case "disbond":
-			if p.Type == "NetworkBondPort" && req.BulkDisable && p.NetworkType != "layer2-bonded" && p.NetworkType != "layer2-individual" {
-				return nil, errorf(http.StatusUnprocessableEntity, msgBondLayer3Disbond)
-			}
-			// Disbonding a port out of its bond twice changes nothing.
-			for i := range d.Ports {
-				if d.Ports[i].ID == p.ID || req.BulkDisable && d.Ports[i].Type == "NetworkPort" {
-					if d.Ports[i].Type == "NetworkBondPort" && !req.BulkDisable {
-						return nil, errorf(http.StatusUnprocessableEntity, "Hardware invalid server type")
-					}
-					d.Ports[i].Bonded = d.Ports[i].Type == "NetworkBondPort" && !req.BulkDisable
-				}
-			}
+			err = disbondPorts(d, p, req.BulkDisable)
+		}
+		if err != nil {
+			return nil, err
 		}
 		updateNetworkType(d)
 		d.UpdatedAt = now
@@ -243,6 +204,66 @@ func (s *Server) portAction(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusOK, body, err)
+}
+
+// portVLANAction assigns (op "assign") or unassigns the virtual network vnid, which must be in
+// the device's metro, on port p.
+func (s *Server) portVLANAction(d *Device, p *Port, op, vnid string, now time.Time) error {
+	vn := s.resolveVLAN(d.ProjectID, vnid)
+	if vn == nil {
+		return errorf(http.StatusUnprocessableEntity, "Virtual network not found")
+	}
+	if vn.Metro != d.Metro {
+		return errorf(http.StatusUnprocessableEntity, "Virtual network is not in the device's metro")
+	}
+	if op != "assign" {
+		if !hasTag(p.VLANs, vn.ID) {
+			return errorf(http.StatusUnprocessableEntity, "Virtual network is not assigned to this port")
+		}
+		unassignVLAN(p, vn.ID)
+		return nil
+	}
+	if hasTag(p.VLANs, vn.ID) {
+		return errorf(http.StatusUnprocessableEntity, "Virtual network is already assigned to this port")
+	}
+	if err := canCarryVLANs(p); err != nil {
+		return err
+	}
+	assignVLAN(p, vn.ID, now)
+	return nil
+}
+
+// bondPorts bonds an eth port back into bond0 (or all of them, bulk), which needs its VLANs
+// gone; bonding a bonded port changes nothing.
+func bondPorts(d *Device, p *Port, bulk bool) error {
+	for i := range d.Ports {
+		if (d.Ports[i].ID == p.ID || bulk) && !d.Ports[i].Bonded && d.Ports[i].Type == "NetworkPort" && len(d.Ports[i].VLANs) > 0 {
+			return errorf(http.StatusUnprocessableEntity, msgPortHasVLANs)
+		}
+	}
+	for i := range d.Ports {
+		if d.Ports[i].ID == p.ID || bulk {
+			d.Ports[i].Bonded = true
+		}
+	}
+	return nil
+}
+
+// disbondPorts takes port p (or, bulk, every eth port) out of its bond; a layer-3 bond cannot
+// be disbonded in bulk. Disbonding a port out of its bond twice changes nothing.
+func disbondPorts(d *Device, p *Port, bulk bool) error {
+	if p.Type == "NetworkBondPort" && bulk && p.NetworkType != "layer2-bonded" && p.NetworkType != "layer2-individual" {
+		return errorf(http.StatusUnprocessableEntity, msgBondLayer3Disbond)
+	}
+	for i := range d.Ports {
+		if d.Ports[i].ID == p.ID || bulk && d.Ports[i].Type == "NetworkPort" {
+			if d.Ports[i].Type == "NetworkBondPort" && !bulk {
+				return errorf(http.StatusUnprocessableEntity, "Hardware invalid server type")
+			}
+			d.Ports[i].Bonded = d.Ports[i].Type == "NetworkBondPort" && !bulk
+		}
+	}
+	return nil
 }
 
 // portConvert serves convert/layer-2 (the device loses its management IP
@@ -273,40 +294,13 @@ func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
 			return nil, errorf(http.StatusUnprocessableEntity, "Port must be a bond port")
 		}
 		isLayer2 := p.NetworkType == "layer2-bonded" || p.NetworkType == "layer2-individual"
-		switch layer {
-		case "layer-2":
-			if isLayer2 {
-				return s.renderPort(d, p), nil // already layer 2: nothing to do
-			}
-			p.NetworkType = "layer2-bonded"
-			for _, aid := range append([]string(nil), d.IPAssignmentIDs...) {
-				if a := s.st.IPAssignments[aid]; a != nil && a.Management {
-					s.deleteAssignment(aid)
-				}
-			}
-		case "layer-3":
-			if !isLayer2 {
-				return s.renderPort(d, p), nil // already layer 3 (hybrid included): nothing to do
-			}
-			for _, port := range d.Ports {
-				if len(port.VLANs) > 0 {
-					return nil, errorf(http.StatusUnprocessableEntity, "Virtual networks must be unassigned before converting to layer 3")
-				}
-			}
-			if len(req.RequestIPs) > 0 {
-				ips, err := planManagementIPs(req.RequestIPs, s.catalog.os(d.OS), 0, false)
-				if err != nil {
-					return nil, err
-				}
-				d.ManagementIPs = ips
-			}
-			p.NetworkType = "layer3"
-			for i := range d.Ports {
-				d.Ports[i].Bonded = true
-			}
-			if err := s.allocateManagementIPs(d, now); err != nil {
-				return nil, errorf(http.StatusUnprocessableEntity, err.Error())
-			}
+		if isLayer2 == (layer == "layer-2") {
+			return s.renderPort(d, p), nil // already there (layer 3 includes hybrid): nothing to do
+		}
+		if layer == "layer-2" {
+			s.convertToLayer2(d, p)
+		} else if err := s.convertToLayer3(d, p, req.RequestIPs, now); err != nil {
+			return nil, err
 		}
 		updateNetworkType(d)
 		d.UpdatedAt = now
@@ -314,6 +308,41 @@ func (s *Server) portConvert(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusOK, body, err)
+}
+
+// convertToLayer2 makes the bond layer 2; the device loses its management IP assignments.
+func (s *Server) convertToLayer2(d *Device, p *Port) {
+	p.NetworkType = "layer2-bonded"
+	for _, aid := range append([]string(nil), d.IPAssignmentIDs...) {
+		if a := s.st.IPAssignments[aid]; a != nil && a.Management {
+			s.deleteAssignment(aid)
+		}
+	}
+}
+
+// convertToLayer3 makes the bond layer 3 once no port carries VLANs: every port is bonded and
+// the management IPs (only those of requestIPs when it names any) are allocated again.
+func (s *Server) convertToLayer3(d *Device, p *Port, requestIPs []ipAddressRequest, now time.Time) error {
+	for _, port := range d.Ports {
+		if len(port.VLANs) > 0 {
+			return errorf(http.StatusUnprocessableEntity, "Virtual networks must be unassigned before converting to layer 3")
+		}
+	}
+	if len(requestIPs) > 0 {
+		ips, err := planManagementIPs(requestIPs, s.catalog.os(d.OS), 0, false)
+		if err != nil {
+			return err
+		}
+		d.ManagementIPs = ips
+	}
+	p.NetworkType = "layer3"
+	for i := range d.Ports {
+		d.Ports[i].Bonded = true
+	}
+	if err := s.allocateManagementIPs(d, now); err != nil {
+		return errorf(http.StatusUnprocessableEntity, err.Error())
+	}
+	return nil
 }
 
 func (s *Server) portNativeVLAN(w http.ResponseWriter, r *http.Request) {
@@ -412,50 +441,65 @@ func (s *Server) createVirtualNetwork(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		vn := &VirtualNetwork{ID: uuid.NewString(), ProjectID: projectID, Description: req.Description, CreatedAt: now}
-		switch {
-		case req.Metro != "":
-			m := s.catalog.metro(req.Metro)
-			if m == nil {
-				return nil, errorf(http.StatusUnprocessableEntity, "Metro is not valid")
-			}
-			vn.Metro = m.Code
-		case req.Facility != "":
-			f := s.catalog.facility(req.Facility)
-			if f == nil {
-				return nil, errorf(http.StatusUnprocessableEntity, "Facility is not valid")
-			}
-			vn.Metro, vn.Facility = f.metro.Code, f.Code
-		default:
-			return nil, errorf(http.StatusUnprocessableEntity, "Metro can't be blank")
+		if err := s.placeVirtualNetwork(vn, req.Metro, req.Facility); err != nil {
+			return nil, err
 		}
-		used := map[int]bool{}
-		for _, other := range s.st.VirtualNetworks {
-			if other.ProjectID == projectID && other.Metro == vn.Metro {
-				used[other.VXLAN] = true
-			}
+		vxlan, err := s.pickVXLAN(projectID, vn.Metro, req.VXLAN)
+		if err != nil {
+			return nil, err
 		}
-		if req.VXLAN != 0 {
-			if req.VXLAN < 2 || req.VXLAN > 3999 || used[req.VXLAN] {
-				return nil, errorf(http.StatusUnprocessableEntity, "Vxlan is invalid or already taken")
-			}
-			vn.VXLAN = req.VXLAN
-		} else {
-			for n := 1000; n <= 1999; n++ {
-				if !used[n] {
-					vn.VXLAN = n
-					break
-				}
-			}
-			if vn.VXLAN == 0 {
-				return nil, errorf(http.StatusUnprocessableEntity, "No free VXLAN left in 1000-1999")
-			}
-		}
+		vn.VXLAN = vxlan
 		s.st.VirtualNetworks[vn.ID] = vn
 		s.st.VNOrder = append(s.st.VNOrder, vn.ID)
 		return s.renderVirtualNetwork(vn), nil
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusCreated, body, err)
+}
+
+// placeVirtualNetwork puts a new virtual network in the metro asked for, or in the facility (and
+// its metro) asked for; one of them is required.
+func (s *Server) placeVirtualNetwork(vn *VirtualNetwork, metro, facility string) error {
+	switch {
+	case metro != "":
+		m := s.catalog.metro(metro)
+		if m == nil {
+			return errorf(http.StatusUnprocessableEntity, "Metro is not valid")
+		}
+		vn.Metro = m.Code
+	case facility != "":
+		f := s.catalog.facility(facility)
+		if f == nil {
+			return errorf(http.StatusUnprocessableEntity, "Facility is not valid")
+		}
+		vn.Metro, vn.Facility = f.metro.Code, f.Code
+	default:
+		return errorf(http.StatusUnprocessableEntity, "Metro can't be blank")
+	}
+	return nil
+}
+
+// pickVXLAN is the VXLAN of a new virtual network in the project's metro: the one asked for if
+// it is valid and free there, otherwise the first free one from 1000 to 1999.
+func (s *Server) pickVXLAN(projectID, metro string, want int) (int, error) {
+	used := map[int]bool{}
+	for _, other := range s.st.VirtualNetworks {
+		if other.ProjectID == projectID && other.Metro == metro {
+			used[other.VXLAN] = true
+		}
+	}
+	if want != 0 {
+		if want < 2 || want > 3999 || used[want] {
+			return 0, errorf(http.StatusUnprocessableEntity, "Vxlan is invalid or already taken")
+		}
+		return want, nil
+	}
+	for n := 1000; n <= 1999; n++ {
+		if !used[n] {
+			return n, nil
+		}
+	}
+	return 0, errorf(http.StatusUnprocessableEntity, "No free VXLAN left in 1000-1999")
 }
 
 func (s *Server) virtualNetwork(r *http.Request) (*VirtualNetwork, error) {

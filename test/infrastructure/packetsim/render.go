@@ -78,21 +78,7 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 	if d.State == StateActive && now.Sub(d.StateSince) < s.timing.RootPasswordExpiry {
 		out.RootPassword = d.RootPassword
 	}
-	if inc.has("project") {
-		out.Project = s.renderProject(s.st.Projects[d.ProjectID], includes{})
-	} else {
-		out.Project = href{Href: apiPrefix + "/projects/" + d.ProjectID}
-	}
-	if inc.has("created_by") {
-		out.CreatedBy = s.renderUser()
-	}
-	if d.HardwareReservationID != "" {
-		if hw := s.st.HardwareReservations[d.HardwareReservationID]; hw != nil && inc.has("hardware_reservation") {
-			out.HardwareReservation = s.renderHardwareReservation(hw, includes{}, now)
-		} else {
-			out.HardwareReservation = href{Href: apiPrefix + "/hardware-reservations/" + d.HardwareReservationID}
-		}
-	}
+	s.renderDeviceReferences(&out, d, inc, now)
 	for _, aid := range d.IPAssignmentIDs {
 		if a := s.st.IPAssignments[aid]; a != nil && !a.VisibleAt.After(now) {
 			out.IPAddresses = append(out.IPAddresses, s.renderAssignment(a))
@@ -114,19 +100,46 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 			out.SSHKeys = append(out.SSHKeys, href{Href: apiPrefix + "/ssh-keys/" + kid})
 		}
 	}
-	if !d.ProvisioningStarted.IsZero() {
-		for _, ev := range d.Events {
-			out.ProvisioningEvents = append(out.ProvisioningEvents, renderEvent(ev, d.ID))
-		}
-		if d.State == StateProvisioning || d.State == StateReinstalling {
-			pct := 100.0
-			if d.ProvisioningDuration > 0 {
-				pct = min(100, float64(now.Sub(d.ProvisioningStarted))/float64(d.ProvisioningDuration)*100)
-			}
-			out.ProvisioningPercentage = pct
+	renderProvisioning(&out, d, now)
+	return out
+}
+
+// renderDeviceReferences fills the device's project, creator and hardware reservation: whole
+// when include= asks for them, otherwise as references (the creator is one already).
+func (s *Server) renderDeviceReferences(out *deviceJSON, d *Device, inc includes, now time.Time) {
+	if inc.has("project") {
+		out.Project = s.renderProject(s.st.Projects[d.ProjectID], includes{})
+	} else {
+		out.Project = href{Href: apiPrefix + "/projects/" + d.ProjectID}
+	}
+	if inc.has("created_by") {
+		out.CreatedBy = s.renderUser()
+	}
+	if d.HardwareReservationID != "" {
+		if hw := s.st.HardwareReservations[d.HardwareReservationID]; hw != nil && inc.has("hardware_reservation") {
+			out.HardwareReservation = s.renderHardwareReservation(hw, includes{}, now)
+		} else {
+			out.HardwareReservation = href{Href: apiPrefix + "/hardware-reservations/" + d.HardwareReservationID}
 		}
 	}
-	return out
+}
+
+// renderProvisioning fills the provisioning events of a device that has started provisioning,
+// and how far along a (re)install under way is.
+func renderProvisioning(out *deviceJSON, d *Device, now time.Time) {
+	if d.ProvisioningStarted.IsZero() {
+		return
+	}
+	for _, ev := range d.Events {
+		out.ProvisioningEvents = append(out.ProvisioningEvents, renderEvent(ev, d.ID))
+	}
+	if d.State == StateProvisioning || d.State == StateReinstalling {
+		pct := 100.0
+		if d.ProvisioningDuration > 0 {
+			pct = min(100, float64(now.Sub(d.ProvisioningStarted))/float64(d.ProvisioningDuration)*100)
+		}
+		out.ProvisioningPercentage = pct
+	}
 }
 
 // loginUser is the account a device's operating system is provisioned with: Packet reports

@@ -222,105 +222,137 @@ func stableID(kind, name string) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("packetsim:"+kind+":"+name)).String()
 }
 
+// normalize checks a seed and fills what it may leave out: IDs (stable ones derived from names),
+// the user's email, plan and project names, the default organization and the IP pools.
 func (s *Seed) normalize() error {
-	fill := func(id *string, kind, name string) error {
-		if *id == "" {
-			*id = stableID(kind, name)
-			return nil
-		}
-		if !isUUID(*id) {
-			return fmt.Errorf("%s %q: id %q is not a UUID", kind, name, *id)
-		}
-		*id = strings.ToLower(*id)
-		return nil
-	}
 	if s.User.Email == "" {
 		s.User.Email = "sim@example.com"
 	}
-	if err := fill(&s.User.ID, "user", s.User.Email); err != nil {
+	if err := fillID(&s.User.ID, "user", s.User.Email); err != nil {
 		return err
 	}
-	metros := map[string]bool{}
-	facilities := map[string]bool{}
-	for i := range s.Metros {
-		m := &s.Metros[i]
-		if m.Code == "" {
-			return fmt.Errorf("metro %d has no code", i)
-		}
-		metros[m.Code] = true
-		if err := fill(&m.ID, "metro", m.Code); err != nil {
-			return err
-		}
-		for j := range m.Facilities {
-			f := &m.Facilities[j]
-			if f.Code == "" {
-				return fmt.Errorf("metro %s: facility %d has no code", m.Code, j)
-			}
-			facilities[f.Code] = true
-			if err := fill(&f.ID, "facility", f.Code); err != nil {
-				return err
-			}
-		}
+	metros, facilities, err := s.normalizeMetros()
+	if err != nil {
+		return err
 	}
-	plans := map[string]bool{}
-	for i := range s.Plans {
-		p := &s.Plans[i]
-		if p.Slug == "" {
-			return fmt.Errorf("plan %d has no slug", i)
-		}
-		plans[p.Slug] = true
-		if p.Name == "" {
-			p.Name = p.Slug
-		}
-		if err := fill(&p.ID, "plan", p.Slug); err != nil {
-			return err
-		}
-		for code := range p.Capacity {
-			if !metros[code] {
-				return fmt.Errorf("plan %s: capacity for unknown metro %q", p.Slug, code)
-			}
-		}
+	plans, err := s.normalizePlans(metros)
+	if err != nil {
+		return err
 	}
 	for _, o := range s.OperatingSystems {
 		if o.Slug == "" {
 			return fmt.Errorf("operating system without slug")
 		}
 	}
-	if err := s.normalizeOrganizations(fill); err != nil {
+	if err := s.normalizeOrganizations(fillID); err != nil {
 		return err
 	}
 	for i := range s.Projects {
-		p := &s.Projects[i]
-		if p.Name == "" {
-			p.Name = fmt.Sprintf("project-%d", i+1)
-		}
-		if err := fill(&p.ID, "project", p.Name); err != nil {
+		if err := s.normalizeProject(i, plans, facilities); err != nil {
 			return err
-		}
-		if p.Organization = s.organizationID(p.Organization); p.Organization == "" {
-			return fmt.Errorf("project %s: unknown organization", p.Name)
-		}
-		for j := range p.HardwareReservations {
-			h := &p.HardwareReservations[j]
-			if !plans[h.Plan] || !facilities[h.Facility] {
-				return fmt.Errorf("project %s: hardware reservation %d has unknown plan %q or facility %q", p.Name, j, h.Plan, h.Facility)
-			}
-			if err := fill(&h.ID, "hardware-reservation", fmt.Sprintf("%s/%d", p.ID, j)); err != nil {
-				return err
-			}
-		}
-		for j := range p.SSHKeys {
-			if err := fill(&p.SSHKeys[j].ID, "ssh-key", p.ID+"/"+p.SSHKeys[j].Label); err != nil {
-				return err
-			}
 		}
 	}
 	for j := range s.User.SSHKeys {
-		if err := fill(&s.User.SSHKeys[j].ID, "ssh-key", "user/"+s.User.SSHKeys[j].Label); err != nil {
+		if err := fillID(&s.User.SSHKeys[j].ID, "ssh-key", "user/"+s.User.SSHKeys[j].Label); err != nil {
 			return err
 		}
 	}
 	return s.normalizePools()
+}
+
+// fillID derives a missing ID from the object's kind and name, or checks and lower-cases a given one.
+func fillID(id *string, kind, name string) error {
+	if *id == "" {
+		*id = stableID(kind, name)
+		return nil
+	}
+	if !isUUID(*id) {
+		return fmt.Errorf("%s %q: id %q is not a UUID", kind, name, *id)
+	}
+	*id = strings.ToLower(*id)
+	return nil
+}
+
+// normalizeMetros requires a code of every metro and facility, fills their IDs and returns
+// the codes.
+func (s *Seed) normalizeMetros() (metros, facilities map[string]bool, err error) {
+	metros, facilities = map[string]bool{}, map[string]bool{}
+	for i := range s.Metros {
+		m := &s.Metros[i]
+		if m.Code == "" {
+			return nil, nil, fmt.Errorf("metro %d has no code", i)
+		}
+		metros[m.Code] = true
+		if err := fillID(&m.ID, "metro", m.Code); err != nil {
+			return nil, nil, err
+		}
+		for j := range m.Facilities {
+			f := &m.Facilities[j]
+			if f.Code == "" {
+				return nil, nil, fmt.Errorf("metro %s: facility %d has no code", m.Code, j)
+			}
+			facilities[f.Code] = true
+			if err := fillID(&f.ID, "facility", f.Code); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return metros, facilities, nil
+}
+
+// normalizePlans requires a slug of every plan and capacity only in known metros, fills names
+// and IDs, and returns the slugs.
+func (s *Seed) normalizePlans(metros map[string]bool) (map[string]bool, error) {
+	plans := map[string]bool{}
+	for i := range s.Plans {
+		p := &s.Plans[i]
+		if p.Slug == "" {
+			return nil, fmt.Errorf("plan %d has no slug", i)
+		}
+		plans[p.Slug] = true
+		if p.Name == "" {
+			p.Name = p.Slug
+		}
+		if err := fillID(&p.ID, "plan", p.Slug); err != nil {
+			return nil, err
+		}
+		for code := range p.Capacity {
+			if !metros[code] {
+				return nil, fmt.Errorf("plan %s: capacity for unknown metro %q", p.Slug, code)
+			}
+		}
+	}
+	return plans, nil
+}
+
+// normalizeProject fills the i-th project's name and IDs (its own, its hardware reservations'
+// and SSH keys') and resolves its organization; reservations must be of known plans and facilities.
+func (s *Seed) normalizeProject(i int, plans, facilities map[string]bool) error {
+	p := &s.Projects[i]
+	if p.Name == "" {
+		p.Name = fmt.Sprintf("project-%d", i+1)
+	}
+	if err := fillID(&p.ID, "project", p.Name); err != nil {
+		return err
+	}
+	if p.Organization = s.organizationID(p.Organization); p.Organization == "" {
+		return fmt.Errorf("project %s: unknown organization", p.Name)
+	}
+	for j := range p.HardwareReservations {
+		h := &p.HardwareReservations[j]
+		if !plans[h.Plan] || !facilities[h.Facility] {
+			return fmt.Errorf("project %s: hardware reservation %d has unknown plan %q or facility %q", p.Name, j, h.Plan, h.Facility)
+		}
+		if err := fillID(&h.ID, "hardware-reservation", fmt.Sprintf("%s/%d", p.ID, j)); err != nil {
+			return err
+		}
+	}
+	for j := range p.SSHKeys {
+		if err := fillID(&p.SSHKeys[j].ID, "ssh-key", p.ID+"/"+p.SSHKeys[j].Label); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // normalizeOrganizations gives a seed without organizations the default one

@@ -119,12 +119,34 @@ func (s *Server) Close() error {
 	return err
 }
 
+// apiRoute registers a handler for "METHOD /path" under the Metal API's prefix.
+type apiRoute func(pattern string, h http.HandlerFunc)
+
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	api := func(pattern string, h http.HandlerFunc) {
 		method, path, _ := strings.Cut(pattern, " ")
 		m.HandleFunc(method+" "+apiPrefix+path, s.withRequestFaults(h))
 	}
+	s.accountRoutes(api)
+	s.deviceRoutes(api)
+	s.ipRoutes(api)
+	s.hardwareReservationRoutes(api)
+	s.catalogRoutes(api)
+	s.bgpRoutes(api)
+	s.sshKeyRoutes(api)
+	s.networkRoutes(api)
+
+	s.lbaasRoutes()
+	s.controlRoutes(m)
+	s.spotControlRoutes(m)
+	s.consoleRoutes(m)
+	m.Handle("GET /metrics", s.metrics.handler)
+	s.mux = m
+}
+
+// accountRoutes registers the Metal API routes of users, organizations, projects and their events.
+func (s *Server) accountRoutes(api apiRoute) {
 	api("GET /user", s.getCurrentUser)
 	api("PUT /user", s.updateCurrentUser)
 	api("GET /users", s.listUsers)
@@ -145,7 +167,10 @@ func (s *Server) routes() {
 	api("GET /projects/{id}/events", s.listProjectEvents)
 	api("POST /bgp/discover/{id}", s.discoverBGPSessions)
 	api("GET /events/{id}", s.getEvent)
+}
 
+// deviceRoutes registers the Metal API routes of devices.
+func (s *Server) deviceRoutes(api apiRoute) {
 	api("POST /projects/{id}/devices", s.createDevice)
 	api("GET /projects/{id}/devices", s.listDevices)
 	api("GET /devices/{id}", s.getDevice)
@@ -154,7 +179,10 @@ func (s *Server) routes() {
 	api("DELETE /devices/{id}", s.deleteDevice)
 	api("POST /devices/{id}/actions", s.deviceAction)
 	api("GET /devices/{id}/events", s.listDeviceEvents)
+}
 
+// ipRoutes registers the Metal API routes of IP reservations and assignments.
+func (s *Server) ipRoutes(api apiRoute) {
 	api("GET /projects/{id}/ips", s.listProjectIPs)
 	api("POST /projects/{id}/ips", s.createIPReservation)
 	api("GET /ips/{id}", s.getIP)
@@ -163,10 +191,16 @@ func (s *Server) routes() {
 	api("GET /ips/{id}/available", s.availableAddresses)
 	api("GET /devices/{id}/ips", s.listDeviceIPs)
 	api("POST /devices/{id}/ips", s.assignIP)
+}
 
+// hardwareReservationRoutes registers the Metal API routes of hardware reservations.
+func (s *Server) hardwareReservationRoutes(api apiRoute) {
 	api("GET /projects/{id}/hardware-reservations", s.listHardwareReservations)
 	api("GET /hardware-reservations/{id}", s.getHardwareReservation)
+}
 
+// catalogRoutes registers the Metal API routes of metros, facilities, plans, operating systems, spot prices and capacity.
+func (s *Server) catalogRoutes(api apiRoute) {
 	api("GET /locations/metros", s.listMetros)
 	api("GET /locations/metros/{id}", s.getMetro)
 	api("GET /facilities", s.listFacilities)
@@ -179,7 +213,10 @@ func (s *Server) routes() {
 	api("POST /capacity/metros", s.checkCapacity)
 	api("GET /capacity", s.listCapacity)
 	api("POST /capacity", s.checkCapacity)
+}
 
+// bgpRoutes registers the Metal API routes of BGP configuration and sessions.
+func (s *Server) bgpRoutes(api apiRoute) {
 	api("GET /projects/{id}/bgp-config", s.getBGPConfig)
 	api("POST /projects/{id}/bgp-configs", s.createBGPConfig)
 	api("GET /projects/{id}/bgp/sessions", s.listProjectBGPSessions)
@@ -189,7 +226,10 @@ func (s *Server) routes() {
 	api("GET /bgp/sessions/{id}", s.getBGPSession)
 	api("PUT /bgp/sessions/{id}", s.updateBGPSession)
 	api("DELETE /bgp/sessions/{id}", s.deleteBGPSession)
+}
 
+// sshKeyRoutes registers the Metal API routes of SSH keys.
+func (s *Server) sshKeyRoutes(api apiRoute) {
 	api("GET /ssh-keys", s.listUserSSHKeys)
 	api("POST /ssh-keys", s.createSSHKey)
 	api("GET /projects/{id}/ssh-keys", s.listProjectSSHKeys)
@@ -197,7 +237,10 @@ func (s *Server) routes() {
 	api("GET /ssh-keys/{id}", s.getSSHKey)
 	api("PATCH /ssh-keys/{id}", s.updateSSHKey)
 	api("DELETE /ssh-keys/{id}", s.deleteSSHKey)
+}
 
+// networkRoutes registers the Metal API routes of ports, VLAN assignments and virtual networks.
+func (s *Server) networkRoutes(api apiRoute) {
 	api("GET /ports/{id}", s.getPort)
 	api("POST /ports/{id}/{op}", s.portAction)
 	api("GET /ports/{id}/vlan-assignments", s.listVLANAssignments)
@@ -212,13 +255,6 @@ func (s *Server) routes() {
 	api("POST /projects/{id}/virtual-networks", s.createVirtualNetwork)
 	api("GET /virtual-networks/{id}", s.getVirtualNetwork)
 	api("DELETE /virtual-networks/{id}", s.deleteVirtualNetwork)
-
-	s.lbaasRoutes()
-	s.controlRoutes(m)
-	s.spotControlRoutes(m)
-	s.consoleRoutes(m)
-	m.Handle("GET /metrics", s.metrics.handler)
-	s.mux = m
 }
 
 // routeOf is the route template of a request without the Metal API's prefix,
@@ -256,26 +292,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
-	_, pattern := s.mux.Handler(r)
-	isLBaaS := isLBaaSPath(r.URL.Path)
-	var lbRoute *lbaasRoute
-	if isLBaaS {
-		var values map[string]string
-		if lbRoute, values = s.lbaas.match(r.Method, r.URL.Path); lbRoute != nil {
-			pattern = lbRoute.pattern
-			for name, v := range values {
-				r.SetPathValue(name, v)
-			}
-		}
-	}
-	r.Pattern = pattern
+	lbRoute, isLBaaS := s.matchRoute(r)
 	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/") || isLBaaS
-
-	var body []byte
-	if isAPI && r.Method != http.MethodGet && r.Body != nil {
-		body, _ = io.ReadAll(io.LimitReader(r.Body, 4<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
+	body := bufferBody(r, isAPI)
 	defer func() {
 		p := recover()
 		if p != nil && p != http.ErrAbortHandler && w.status == 0 { //nolint:errorlint // recover() returns the sentinel itself
@@ -288,19 +307,57 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if !isAPI {
-		if pattern == "" {
-			s.writeError(w, notFound())
-			return
-		}
-		s.mux.ServeHTTP(w, r)
-		return
-	}
-	if isLBaaS {
+	switch {
+	case !isAPI:
+		s.serveRouted(w, r)
+	case isLBaaS:
 		s.serveLBaaS(w, r, lbRoute)
+	default:
+		s.serveMetalAPI(w, r)
+	}
+}
+
+// matchRoute sets r.Pattern to the route r matches ("" for none). A load-balancer service path
+// is matched by the lbaas router, which also fills the path values, and returned.
+func (s *Server) matchRoute(r *http.Request) (lbRoute *lbaasRoute, isLBaaS bool) {
+	_, pattern := s.mux.Handler(r)
+	isLBaaS = isLBaaSPath(r.URL.Path)
+	if isLBaaS {
+		var values map[string]string
+		if lbRoute, values = s.lbaas.match(r.Method, r.URL.Path); lbRoute != nil {
+			pattern = lbRoute.pattern
+			for name, v := range values {
+				r.SetPathValue(name, v)
+			}
+		}
+	}
+	r.Pattern = pattern
+	return lbRoute, isLBaaS
+}
+
+// bufferBody reads (up to 4 MiB of) an API write's body for the recorder and puts it back for
+// the handler; nil for reads and non-API requests.
+func bufferBody(r *http.Request, isAPI bool) []byte {
+	if !isAPI || r.Method == http.MethodGet || r.Body == nil {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body
+}
+
+// serveRouted serves a request that matched a route of the mux, or answers 404.
+func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request) {
+	if r.Pattern == "" {
+		s.writeError(w, notFound())
 		return
 	}
+	// The mux (not the handler directly) fills the path values.
+	s.mux.ServeHTTP(w, r)
+}
 
+// serveMetalAPI authenticates and rate-limits a Metal API request before serving it.
+func (s *Server) serveMetalAPI(w http.ResponseWriter, r *http.Request) {
 	token := r.Header.Get("X-Auth-Token")
 	decision := s.limiter.take(token, s.clock.Now())
 	setRateHeaders(w, decision)
@@ -312,12 +369,7 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 		s.tooManyRequests(w, decision.retryAfter)
 		return
 	}
-	if pattern == "" {
-		s.writeError(w, notFound())
-		return
-	}
-	// The mux (not h directly) fills the path values.
-	s.mux.ServeHTTP(w, r)
+	s.serveRouted(w, r)
 }
 
 // withRequestFaults runs the request-level faults before an API handler.

@@ -48,13 +48,16 @@ func (s *Server) renderVLANBatch(d *Device, b *VLANBatch, now time.Time, justCre
 		"port": href{Href: apiPrefix + "/ports/" + b.PortID}, "project": href{Href: apiPrefix + "/projects/" + d.ProjectID}}
 }
 
+// vlanBatchAssignment is one assignment of a batch request.
+type vlanBatchAssignment struct {
+	VLAN   string `json:"vlan"`
+	State  string `json:"state"`
+	Native *bool  `json:"native"`
+}
+
 func (s *Server) createVLANBatch(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		VLANAssignments []struct {
-			VLAN   string `json:"vlan"`
-			State  string `json:"state"`
-			Native *bool  `json:"native"`
-		} `json:"vlan_assignments"`
+		VLANAssignments []vlanBatchAssignment `json:"vlan_assignments"`
 	}
 	if err := decodeBody(r, &req); err != nil {
 		s.writeError(w, err)
@@ -75,32 +78,21 @@ func (s *Server) createVLANBatch(w http.ResponseWriter, r *http.Request) {
 		b := VLANBatch{ID: uuid.NewString(), PortID: p.ID, CreatedAt: now}
 		seen, natives, assigns := map[string]bool{}, 0, 0
 		for _, a := range req.VLANAssignments {
-			state := a.State
-			if state == "" {
-				state = "assigned"
+			item, err := s.vlanBatchItem(d, a)
+			if err != nil {
+				return nil, err
 			}
-			if state != "assigned" && state != "unassigned" {
-				return nil, errorf(http.StatusUnprocessableEntity, msgBatchState)
-			}
-			vn := s.resolveVLAN(d.ProjectID, a.VLAN)
-			if vn == nil {
-				return nil, errorf(http.StatusUnprocessableEntity, "Virtual network not found")
-			}
-			if vn.Metro != d.Metro {
-				return nil, errorf(http.StatusUnprocessableEntity, "Virtual network is not in the device's metro")
-			}
-			if seen[vn.ID] {
+			if seen[item.VNID] {
 				return nil, errorf(http.StatusUnprocessableEntity, msgBatchDuplicate)
 			}
-			seen[vn.ID] = true
-			native := a.Native != nil && *a.Native
-			if native && state == "assigned" {
+			seen[item.VNID] = true
+			if item.Native {
 				natives++
 			}
-			if state == "assigned" {
+			if item.State == "assigned" {
 				assigns++
 			}
-			b.Items = append(b.Items, VLANBatchItem{VNID: vn.ID, State: state, Native: native && state == "assigned"})
+			b.Items = append(b.Items, item)
 		}
 		if natives > 1 {
 			return nil, errorf(http.StatusUnprocessableEntity, msgBatchNative)
@@ -118,6 +110,27 @@ func (s *Server) createVLANBatch(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.mu.Unlock()
 	s.respond(w, http.StatusOK, body, err)
+}
+
+// vlanBatchItem checks one assignment of a batch (state assigned, the default, or unassigned; a
+// virtual network of the project in the device's metro). Only an assignment can be native.
+func (s *Server) vlanBatchItem(d *Device, a vlanBatchAssignment) (VLANBatchItem, error) {
+	state := a.State
+	if state == "" {
+		state = "assigned"
+	}
+	if state != "assigned" && state != "unassigned" {
+		return VLANBatchItem{}, errorf(http.StatusUnprocessableEntity, msgBatchState)
+	}
+	vn := s.resolveVLAN(d.ProjectID, a.VLAN)
+	if vn == nil {
+		return VLANBatchItem{}, errorf(http.StatusUnprocessableEntity, "Virtual network not found")
+	}
+	if vn.Metro != d.Metro {
+		return VLANBatchItem{}, errorf(http.StatusUnprocessableEntity, "Virtual network is not in the device's metro")
+	}
+	native := a.Native != nil && *a.Native
+	return VLANBatchItem{VNID: vn.ID, State: state, Native: native && state == "assigned"}, nil
 }
 
 func (s *Server) listVLANBatches(w http.ResponseWriter, r *http.Request) {

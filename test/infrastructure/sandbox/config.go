@@ -94,8 +94,8 @@ func (c *Config) ports() Ports {
 // <root>/.sandbox. Every path can be overridden afterwards.
 func DefaultConfig(root string) Config {
 	bin := filepath.Join(root, "bin")
-	k8s := filepath.Join(bin, "k8s", envOr("K8S_VERSION", "1.36.3"))
-	capiVersion := envOr("CAPI_VERSION", "v1.14.2")
+	k8s := filepath.Join(bin, "k8s", EnvOr("K8S_VERSION", "1.36.3"))
+	capiVersion := EnvOr("CAPI_VERSION", "v1.14.2")
 	capi := filepath.Join(bin, "capi", capiVersion)
 	return Config{
 		StateDir:              filepath.Join(root, ".sandbox"),
@@ -129,7 +129,8 @@ func firstMatch(pattern string) string {
 	return m[len(m)-1]
 }
 
-func envOr(key, fallback string) string {
+// EnvOr is the value of environment variable key, or fallback when it is unset or empty.
+func EnvOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -166,25 +165,24 @@ func (s *Sandbox) Apply(ctx context.Context, o *unstructured.Unstructured) error
 }
 
 func (s *Sandbox) waitEstablished(ctx context.Context, name string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err == nil {
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("CRD %s is not established after 30s", name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		// A failed read is retried like a CRD that is not established yet.
+		return s.Client.Get(ctx, client.ObjectKey{Name: name}, crd) == nil && established(crd), nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("CRD %s is not established after 30s", name)
+	}
+	return err
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
 		}
 	}
+	return false
 }
 
 // Variables are the clusterctl variables for clusters on the simulator: the seeded
@@ -277,61 +275,83 @@ func (s *Sandbox) clusterctlInit(ctx context.Context) error {
 // wireWebhooks points every webhook configuration and CRD conversion webhook clusterctl
 // installed at the loopback port of the local manager of the same provider, with the sandbox CA.
 func (s *Sandbox) wireWebhooks(ctx context.Context) error {
-	byProvider := map[string]*Component{}
-	for _, c := range s.Components {
-		if c.Provider != "" {
-			byProvider[c.Provider] = c
-		}
+	mutating, err := s.wireMutatingWebhooks(ctx)
+	if err != nil {
+		return err
 	}
-	target := func(labels map[string]string, what string) (*Component, error) {
-		c := byProvider[labels[ProviderLabel]]
-		if c == nil {
-			return nil, fmt.Errorf("%s has no %s label of a provider the sandbox runs", what, ProviderLabel)
-		}
-		return c, nil
+	validating, err := s.wireValidatingWebhooks(ctx)
+	if err != nil {
+		return err
 	}
-	ca := s.pki.caPEM
-	var wired []string
+	conversions, err := s.wireConversionWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	s.cfg.Log("Pointed %d webhook configurations and %d CRD conversion webhooks at the local managers",
+		mutating+validating, conversions)
+	return nil
+}
 
-	mwcs := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-	if err := s.Client.List(ctx, mwcs, client.HasLabels{ProviderLabel}); err != nil {
-		return err
+// webhookTarget is the local manager of the provider an object clusterctl installed is
+// labelled with; what names the object in the error if the sandbox runs no such provider.
+func (s *Sandbox) webhookTarget(labels map[string]string, what string) (*Component, error) {
+	for _, c := range s.Components {
+		if c.Provider != "" && c.Provider == labels[ProviderLabel] {
+			return c, nil
+		}
 	}
-	for i := range mwcs.Items {
-		w := &mwcs.Items[i]
-		c, err := target(w.Labels, "MutatingWebhookConfiguration "+w.Name)
+	return nil, fmt.Errorf("%s has no %s label of a provider the sandbox runs", what, ProviderLabel)
+}
+
+// wireMutatingWebhooks updates the providers' mutating webhook configurations and says how many.
+func (s *Sandbox) wireMutatingWebhooks(ctx context.Context) (int, error) {
+	list := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	if err := s.Client.List(ctx, list, client.HasLabels{ProviderLabel}); err != nil {
+		return 0, err
+	}
+	for i := range list.Items {
+		w := &list.Items[i]
+		c, err := s.webhookTarget(w.Labels, "MutatingWebhookConfiguration "+w.Name)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for j := range w.Webhooks {
-			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, ca)
+			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, s.pki.caPEM)
 		}
 		if err := s.Client.Update(ctx, w); err != nil {
-			return err
+			return 0, err
 		}
-		wired = append(wired, w.Name)
 	}
-	vwcs := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
-	if err := s.Client.List(ctx, vwcs, client.HasLabels{ProviderLabel}); err != nil {
-		return err
+	return len(list.Items), nil
+}
+
+// wireValidatingWebhooks updates the providers' validating webhook configurations and says how many.
+func (s *Sandbox) wireValidatingWebhooks(ctx context.Context) (int, error) {
+	list := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	if err := s.Client.List(ctx, list, client.HasLabels{ProviderLabel}); err != nil {
+		return 0, err
 	}
-	for i := range vwcs.Items {
-		w := &vwcs.Items[i]
-		c, err := target(w.Labels, "ValidatingWebhookConfiguration "+w.Name)
+	for i := range list.Items {
+		w := &list.Items[i]
+		c, err := s.webhookTarget(w.Labels, "ValidatingWebhookConfiguration "+w.Name)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for j := range w.Webhooks {
-			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, ca)
+			pointAt(&w.Webhooks[j].ClientConfig, c.webhookPort, s.pki.caPEM)
 		}
 		if err := s.Client.Update(ctx, w); err != nil {
-			return err
+			return 0, err
 		}
-		wired = append(wired, w.Name)
 	}
+	return len(list.Items), nil
+}
+
+// wireConversionWebhooks updates the providers' CRDs that convert with a webhook and says how many.
+func (s *Sandbox) wireConversionWebhooks(ctx context.Context) (int, error) {
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := s.Client.List(ctx, crds, client.HasLabels{ProviderLabel}); err != nil {
-		return err
+		return 0, err
 	}
 	conversions := 0
 	for i := range crds.Items {
@@ -340,29 +360,32 @@ func (s *Sandbox) wireWebhooks(ctx context.Context) error {
 		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
 			continue
 		}
-		c, err := target(crd.Labels, "CustomResourceDefinition "+crd.Name)
+		c, err := s.webhookTarget(crd.Labels, "CustomResourceDefinition "+crd.Name)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		cc := conv.Webhook.ClientConfig
-		path := "/convert"
-		if cc.Service != nil && cc.Service.Path != nil {
-			path = *cc.Service.Path
-		} else if cc.URL != nil {
-			if u, err := url.Parse(*cc.URL); err == nil {
-				path = u.Path
-			}
-		}
-		u := fmt.Sprintf("https://127.0.0.1:%d%s", c.webhookPort, path)
-		cc.Service, cc.URL, cc.CABundle = nil, &u, ca
+		pointConversionAt(conv.Webhook.ClientConfig, c.webhookPort, s.pki.caPEM)
 		if err := s.Client.Update(ctx, crd); err != nil {
-			return err
+			return 0, err
 		}
 		conversions++
 	}
-	sort.Strings(wired)
-	s.cfg.Log("Pointed %d webhook configurations and %d CRD conversion webhooks at the local managers", len(wired), conversions)
-	return nil
+	return conversions, nil
+}
+
+// pointConversionAt sends a CRD's conversion requests to the loopback port, keeping their path
+// (/convert unless the CRD names another).
+func pointConversionAt(cc *apiextensionsv1.WebhookClientConfig, port int, ca []byte) {
+	path := "/convert"
+	if cc.Service != nil && cc.Service.Path != nil {
+		path = *cc.Service.Path
+	} else if cc.URL != nil {
+		if u, err := url.Parse(*cc.URL); err == nil {
+			path = u.Path
+		}
+	}
+	u := fmt.Sprintf("https://127.0.0.1:%d%s", port, path)
+	cc.Service, cc.URL, cc.CABundle = nil, &u, ca
 }
 
 func pointAt(cc *admissionregistrationv1.WebhookClientConfig, port int, ca []byte) {
@@ -381,25 +404,20 @@ func pointAt(cc *admissionregistrationv1.WebhookClientConfig, port int, ca []byt
 // WaitNamespaceDeleted waits until the namespace is gone, or is not being deleted: the
 // namespace controller of kube-controller-manager empties a deleted namespace and then removes it.
 func (s *Sandbox) WaitNamespaceDeleted(ctx context.Context, name string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ns := &corev1.Namespace{}
-		err := s.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err == nil && ns.DeletionTimestamp == nil:
-			return nil
-		case err == nil && time.Now().After(deadline):
-			return fmt.Errorf("namespace %s is still being deleted after %s: %s", name, timeout, namespaceConditions(ns))
-		case err != nil && time.Now().After(deadline):
-			return fmt.Errorf("waiting for namespace %s to be deleted: %w", name, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	var ns *corev1.Namespace
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		ns = &corev1.Namespace{}
+		lastErr = s.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+		return apierrors.IsNotFound(lastErr) || (lastErr == nil && ns.DeletionTimestamp == nil), nil
+	})
+	switch {
+	case !wait.Interrupted(err) || ctx.Err() != nil:
+		return err
+	case lastErr == nil:
+		return fmt.Errorf("namespace %s is still being deleted after %s: %s", name, timeout, namespaceConditions(ns))
+	default:
+		return fmt.Errorf("waiting for namespace %s to be deleted: %w", name, lastErr)
 	}
 }
 
@@ -419,10 +437,8 @@ func namespaceConditions(ns *corev1.Namespace) string {
 
 // tlsDial checks that addr serves TLS with a certificate the sandbox CA signed for 127.0.0.1.
 func tlsDial(ctx context.Context, addr string, p *pki) error {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.caCert)
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second},
-		Config: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
+		Config: &tls.Config{RootCAs: p.certPool(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err

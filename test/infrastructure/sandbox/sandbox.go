@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -135,13 +135,32 @@ func (s *Sandbox) Ports() Ports { return s.ports }
 
 // plan lays out every child: binary, arguments, ports and readiness check.
 func (s *Sandbox) plan() {
-	st, p, base := s.cfg.StateDir, s.ports, s.cfg.PortBase
+	st := s.cfg.StateDir
+	s.Components = s.infrastructureComponents()
+	s.infrastructure = len(s.Components)
+	for i, m := range s.managerSpecs() {
+		s.Components = append(s.Components, s.managerComponent(i, m))
+	}
+	for _, c := range s.Components {
+		c.LogFile = filepath.Join(st, "logs", c.Name+".log")
+	}
+	if s.cfg.ExternalManager {
+		c := s.Component(managerName)
+		c.Launcher = filepath.Join(st, "bin", managerName)
+		c.LogFile = ""
+	}
+}
+
+// infrastructureComponents are the children the managers run on: etcd, kube-apiserver,
+// kube-controller-manager and (unless an external one is used) the simulator.
+func (s *Sandbox) infrastructureComponents() []*Component {
+	st, p := s.cfg.StateDir, s.ports
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", p.Etcd)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", p.EtcdPeer)
 	pkiDir := filepath.Join(st, "pki")
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
 	kcmURL := fmt.Sprintf("https://127.0.0.1:%d", p.ControllerManager)
-	s.Components = []*Component{{
+	components := []*Component{{
 		Name: "etcd", Endpoint: etcdURL, binary: s.cfg.Etcd,
 		args: []string{"--name=sandbox", "--data-dir=" + filepath.Join(st, "etcd"),
 			"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
@@ -175,7 +194,7 @@ func (s *Sandbox) plan() {
 		ready: func(ctx context.Context) error { return s.httpsOK(ctx, kcmURL+"/healthz") },
 	}}
 	if s.cfg.ExternalSimulator == "" {
-		s.Components = append(s.Components, &Component{
+		components = append(components, &Component{
 			Name: "packetsim", Endpoint: s.SimURL + "/metal/v1/", binary: s.cfg.Packetsim,
 			args: s.simArgs(),
 			ready: func(ctx context.Context) error {
@@ -183,15 +202,21 @@ func (s *Sandbox) plan() {
 			},
 		})
 	}
-	s.infrastructure = len(s.Components)
-	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
+	return components
+}
+
+// managerSpec is what differs between the four controller managers.
+type managerSpec struct {
+	name, provider, namespace, bin string
+	args, env                      []string
+}
+
+// managerSpecs are Cluster API's three managers and this provider's, in start order.
+func (s *Sandbox) managerSpecs() []managerSpec {
 	gates := func(on ...string) []string {
 		return []string{"--feature-gates=" + strings.Join(append(on, s.cfg.CAPIFeatureGates...), ",")}
 	}
-	managers := []struct {
-		name, provider, namespace, bin string
-		args, env                      []string
-	}{
+	return []managerSpec{
 		{"capi-controller-manager", "cluster-api", "capi-system", s.cfg.CoreManager,
 			gates("ClusterTopology=true"), nil},
 		// Ignition bootstrap data (the flatcar flavour) is behind a feature gate of both kubeadm
@@ -204,34 +229,31 @@ func (s *Sandbox) plan() {
 			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken,
 				"LBAAS_API_URL=" + s.SimURL + "/lbaas/", "METAL_TOKEN_EXCHANGE_URL=" + s.SimURL + "/iam/api-keys/exchange"}},
 	}
-	for i, m := range managers {
-		c := &Component{Name: m.name, Provider: m.provider, Namespace: m.namespace, binary: m.bin,
-			webhookPort: base + 10 + 3*i, healthPort: base + 11 + 3*i, diagnosticPort: base + 12 + 3*i}
-		certDir := filepath.Join(pkiDir, "issued", m.name)
-		c.Endpoint = fmt.Sprintf("webhooks https://127.0.0.1:%d, health http://127.0.0.1:%d", c.webhookPort, c.healthPort)
-		c.args = append([]string{"--leader-elect=false",
-			"--webhook-port=" + strconv.Itoa(c.webhookPort), "--webhook-cert-dir=" + certDir,
-			fmt.Sprintf("--health-addr=127.0.0.1:%d", c.healthPort),
-			fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", c.diagnosticPort), "--insecure-diagnostics=true"}, m.args...)
-		c.env = append(append([]string{"POD_NAMESPACE=" + m.namespace, "POD_NAME=" + m.name + "-sandbox"}, kubeEnv...), m.env...)
-		healthURL := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.healthPort)
-		webhookAddr := fmt.Sprintf("127.0.0.1:%d", c.webhookPort)
-		c.ready = func(ctx context.Context) error {
-			if err := httpOK(ctx, healthURL); err != nil {
-				return err
-			}
-			return tlsDial(ctx, webhookAddr, s.pki)
+}
+
+// managerComponent is the i-th manager: its three ports follow each other from PortBase+10, and
+// it is ready when its health endpoint answers and its webhook server serves TLS.
+func (s *Sandbox) managerComponent(i int, m managerSpec) *Component {
+	base := s.cfg.PortBase
+	c := &Component{Name: m.name, Provider: m.provider, Namespace: m.namespace, binary: m.bin,
+		webhookPort: base + 10 + 3*i, healthPort: base + 11 + 3*i, diagnosticPort: base + 12 + 3*i}
+	certDir := filepath.Join(s.cfg.StateDir, "pki", "issued", m.name)
+	c.Endpoint = fmt.Sprintf("webhooks https://127.0.0.1:%d, health http://127.0.0.1:%d", c.webhookPort, c.healthPort)
+	c.args = append([]string{"--leader-elect=false",
+		"--webhook-port=" + strconv.Itoa(c.webhookPort), "--webhook-cert-dir=" + certDir,
+		fmt.Sprintf("--health-addr=127.0.0.1:%d", c.healthPort),
+		fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", c.diagnosticPort), "--insecure-diagnostics=true"}, m.args...)
+	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
+	c.env = append(append([]string{"POD_NAMESPACE=" + m.namespace, "POD_NAME=" + m.name + "-sandbox"}, kubeEnv...), m.env...)
+	healthURL := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.healthPort)
+	webhookAddr := fmt.Sprintf("127.0.0.1:%d", c.webhookPort)
+	c.ready = func(ctx context.Context) error {
+		if err := httpOK(ctx, healthURL); err != nil {
+			return err
 		}
-		s.Components = append(s.Components, c)
+		return tlsDial(ctx, webhookAddr, s.pki)
 	}
-	for _, c := range s.Components {
-		c.LogFile = filepath.Join(st, "logs", c.Name+".log")
-	}
-	if s.cfg.ExternalManager {
-		c := s.Component(managerName)
-		c.Launcher = filepath.Join(st, "bin", managerName)
-		c.LogFile = ""
-	}
+	return c
 }
 
 // managerName is this provider's manager among Components.
@@ -374,7 +396,7 @@ func (s *Sandbox) prepareFiles() error {
 	if err := s.pki.client(filepath.Join(pkiDir, "issued", "admin"), "sandbox-admin", "system:masters"); err != nil {
 		return err
 	}
-	if _, _, err := s.pki.serviceAccountKey(); err != nil {
+	if err := s.pki.serviceAccountKey(); err != nil {
 		return err
 	}
 	for _, c := range s.Components[s.infrastructure:] {
@@ -435,28 +457,25 @@ func (s *Sandbox) startComponent(ctx context.Context, c *Component) error {
 
 // waitReady polls c's readiness check; it fails at once, with the end of the log, if c exits.
 func (s *Sandbox) waitReady(ctx context.Context, c *Component, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	var last error
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if c.proc.exited() {
-			return s.exitError(c)
+			return false, s.exitError(c)
 		}
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		last = c.ready(pctx)
-		pcancel()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), context.Canceled) {
-				return ctx.Err()
-			}
-			return fmt.Errorf("%s did not become ready within %s (%w); see %s", c.Name, timeout, last, c.LogFile)
-		case <-time.After(250 * time.Millisecond):
-		}
+		last = probeReady(ctx, c)
+		return last == nil, nil
+	})
+	if wait.Interrupted(err) && !errors.Is(context.Cause(ctx), context.Canceled) {
+		return fmt.Errorf("%s did not become ready within %s (%w); see %s", c.Name, timeout, last, c.LogFile)
 	}
+	return err
+}
+
+// probeReady runs c's readiness check once, giving it at most two seconds.
+func probeReady(ctx context.Context, c *Component) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return c.ready(ctx)
 }
 
 func (s *Sandbox) exitError(c *Component) error {
@@ -469,18 +488,23 @@ func (s *Sandbox) exitError(c *Component) error {
 
 // Wait blocks until ctx is done (nil) or a child exits (an error naming it and showing its log).
 func (s *Sandbox) Wait(ctx context.Context) error {
-	for {
-		for _, c := range s.Components {
-			if c.proc != nil && c.proc.exited() {
-				return s.exitError(c)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(500 * time.Millisecond):
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(context.Context) (bool, error) {
+		return false, s.firstExit()
+	})
+	if wait.Interrupted(err) {
+		return nil
+	}
+	return err
+}
+
+// firstExit is the exit error of the first child found to have exited, or nil.
+func (s *Sandbox) firstExit() error {
+	for _, c := range s.Components {
+		if c.proc != nil && c.proc.exited() {
+			return s.exitError(c)
 		}
 	}
+	return nil
 }
 
 // Stop stops every child, managers first, and removes the pid files.
@@ -509,9 +533,7 @@ func (s *Sandbox) apiserverReady(ctx context.Context) error {
 
 // httpsOK is httpOK for a server whose certificate the sandbox CA signed.
 func (s *Sandbox) httpsOK(ctx context.Context, url string) error {
-	pool := x509.NewCertPool()
-	pool.AddCert(s.pki.caCert)
-	return getOK(ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, url)
+	return getOK(ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.pki.certPool(), MinVersion: tls.VersionTLS12}}}, url)
 }
 
 func httpOK(ctx context.Context, url string) error { return getOK(ctx, http.DefaultClient, url) }

@@ -42,7 +42,25 @@ func run(args []string) error {
 		return err
 	}
 	cfg := sandbox.DefaultConfig(root)
-	fs := flag.NewFlagSet("sandbox "+cmd, flag.ContinueOnError)
+	fs, kubectl := flags(cmd, &cfg)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	switch cmd {
+	case "up":
+		return up(cfg, *kubectl)
+	case "down":
+		return down(cfg.StateDir)
+	}
+	return fmt.Errorf("unknown command %q (want up or down)", cmd)
+}
+
+// flags binds the command line to cfg; kubectl is the binary the printed next commands use.
+func flags(cmd string, cfg *sandbox.Config) (fs *flag.FlagSet, kubectl *string) {
+	fs = flag.NewFlagSet("sandbox "+cmd, flag.ContinueOnError)
 	fs.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "folder for the sandbox's state and logs (reused across restarts)")
 	fs.IntVar(&cfg.PortBase, "port-base", cfg.PortBase, "first of the loopback ports the sandbox uses (kube-apiserver is port-base+43)")
 	fs.StringVar(&cfg.SimTiming, "timing", cfg.SimTiming, "simulator timing profile: sandbox (devices active in ~20s), fast, realistic or instant")
@@ -64,29 +82,22 @@ func run(args []string) error {
 	fs.StringVar(&cfg.CertManagerCRDs, "cert-manager-crds", cfg.CertManagerCRDs, "folder with cert-manager's CRDs")
 	fs.BoolVar(&cfg.ExternalManager, "external-manager", false,
 		"do not start this provider's manager; write <state-dir>/bin/capp-controller-manager, which starts it as the sandbox would (the Tilt loop runs it)")
-	kubectl := fs.String("kubectl", "", "kubectl binary shown in the next commands (default: kubectl from PATH)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	kubectl = fs.String("kubectl", "", "kubectl binary shown in the next commands (default: kubectl from PATH)")
+	return fs, kubectl
+}
+
+// down stops the sandbox running from stateDir, if any, and says what it stopped.
+func down(stateDir string) error {
+	stopped, err := sandbox.Down(stateDir)
+	if err != nil {
 		return err
 	}
-	switch cmd {
-	case "up":
-		return up(cfg, *kubectl)
-	case "down":
-		stopped, err := sandbox.Down(cfg.StateDir)
-		if err != nil {
-			return err
-		}
-		if len(stopped) == 0 {
-			fmt.Println("No sandbox is running from", cfg.StateDir)
-			return nil
-		}
-		fmt.Println("Stopped:", strings.Join(stopped, ", "))
+	if len(stopped) == 0 {
+		fmt.Println("No sandbox is running from", stateDir)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (want up or down)", cmd)
+	fmt.Println("Stopped:", strings.Join(stopped, ", "))
+	return nil
 }
 
 func up(cfg sandbox.Config, kubectl string) error {

@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,12 +40,12 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 	return s.firstDelete(ctx, id)
 }
 
-// firstDelete deletes the device after a first look by ID: it must be this cluster's.
+// firstDelete deletes the device after a first look: it must be this cluster's.
 func (s *Service) firstDelete(ctx context.Context, id string) (bool, ctrl.Result, error) {
 	pm := s.scope.PacketMachine
-	dev, err := s.readForDeletion(ctx, id)
+	dev, duplicates, err := s.lookBeforeDelete(ctx, id)
 	switch {
-	case packet.IsNotFound(err):
+	case dev == nil && packet.IsNotFound(err):
 		s.gone(id)
 		return true, ctrl.Result{}, nil
 	case err != nil:
@@ -56,7 +57,7 @@ func (s *Service) firstDelete(ctx context.Context, id string) (bool, ctrl.Result
 		record.Warnf(pm, infrav1.DeviceNotOwnedReason, "Not deleting device %s, which spec.providerID names: %s", id, why)
 		return true, ctrl.Result{}, nil
 	}
-	if err := s.deleteDuplicates(ctx, id); err != nil {
+	if err := s.deleteDuplicates(ctx, id, duplicates); err != nil {
 		res, err := apistatus.Record(pm, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
 		return false, res, err
 	}
@@ -112,6 +113,33 @@ func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, c
 	s.setAnnotationTime(DeleteRequestedAnnotation, s.opts.Now())
 	// Deprovisioning takes tens of seconds at least; the first look waits for that.
 	return false, ctrl.Result{RequeueAfter: min(3*s.opts.PollMin, s.opts.PollMax)}, nil
+}
+
+// lookBeforeDelete returns the recorded device and the other devices tagged for this machine
+// (duplicates: billed servers nobody would ever delete otherwise, left by a create that Packet
+// carried out although its answer was an error, followed by another).
+//
+// The project's device snapshot, one list shared by every machine being deleted, answers when
+// it shows the recorded device with this machine's identity tags. That is positive evidence of
+// what the ownership check needs (the device is in the cluster's project and carries the
+// cluster's tag), and the other devices it shows with those tags are this machine's duplicates.
+// Otherwise — a device missing from the list, or one tagged by the previous provider — the
+// device is read by ID and the duplicates are listed live. "Gone" is still only Packet's 404 for
+// the device itself: when listing fails after the read, the device comes back with the error.
+func (s *Service) lookBeforeDelete(ctx context.Context, id string) (*packet.Device, []packet.Device, error) {
+	project, tags := s.scope.ProjectID(), s.scope.IdentityTags()
+	if tagged, err := s.scope.Packet.RecentDevicesByTags(ctx, project, tags...); err == nil {
+		if i := slices.IndexFunc(tagged, func(d packet.Device) bool { return d.ID == id }); i >= 0 {
+			dev := tagged[i]
+			return &dev, slices.Delete(tagged, i, i+1), nil
+		}
+	}
+	dev, err := s.readForDeletion(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	tagged, err := s.scope.Packet.FindDevicesByTags(ctx, project, tags...)
+	return dev, tagged, err
 }
 
 // readForDeletion reads the device by ID. Packet answers 403 for some failed devices; the
@@ -187,16 +215,11 @@ func (s *Service) adoptForDeletion(ctx context.Context) (found bool, _ ctrl.Resu
 	return true, ctrl.Result{}, nil
 }
 
-// deleteDuplicates deletes the devices other than keep that carry this machine's identity tags:
-// billed servers nobody would ever delete otherwise (a create that Packet carried out although
-// its answer was an error, followed by another). Only devices with the machine's UID tag are
-// touched, so they are this machine's and no other's.
-func (s *Service) deleteDuplicates(ctx context.Context, keep string) error {
+// deleteDuplicates deletes the devices other than keep that carry this machine's identity tags.
+// Only devices with the machine's identity tag are touched, so they are this machine's and no
+// other's.
+func (s *Service) deleteDuplicates(ctx context.Context, keep string, devices []packet.Device) error {
 	pm := s.scope.PacketMachine
-	devices, err := s.scope.Packet.FindDevicesByTags(ctx, s.scope.ProjectID(), s.scope.IdentityTags()...)
-	if err != nil {
-		return err
-	}
 	for _, d := range devices {
 		if d.ID == keep || d.State == packet.DeviceStateDeprovisioning {
 			continue

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,21 +26,32 @@ type benchResult struct {
 	callsByRoute              map[string]int
 	calls, rateLimited        int
 	reconciles                float64
-	activeToProvisioned       []time.Duration
-	peakRSS                   int64
-	cpu                       time.Duration
+	// writes are PacketMachine patches and updates by verb and subresource, counted by the
+	// kube-apiserver.
+	writes map[string]float64
+	// provisionFloor and deleteFloor are the least the Packet budget and the simulator's clock
+	// allow: one create per machine through the request budget, then provisioning; one delete
+	// and one read that answers 404 per machine, then deprovisioning. Polls are not counted.
+	provisionFloor, deleteFloor time.Duration
+	activeToProvisioned         []time.Duration
+	peakRSS                     int64
+	cpu                         time.Duration
 }
 
 // runBench provisions and deletes n machines and measures what it cost.
 func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("scale-%d-%d", n, time.Now().Unix()), cluster: "scale", n: n}
+	writesBefore, err := packetMachineWrites(ctx, h.env.Config)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
+	}
 	start := time.Now()
 	if err := w.create(ctx); err != nil {
 		return nil, err
 	}
-	res := &benchResult{n: n}
+	res := &benchResult{n: n, provisionFloor: h.provisionFloor(n), deleteFloor: h.deleteFloor(n)}
 	seen := map[string]time.Time{}
-	err := waitFor(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", n), func() (bool, error) {
+	err = waitFor(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", n), func() (bool, error) {
 		machines, err := w.machines(ctx)
 		if err != nil {
 			return false, err
@@ -66,6 +79,16 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	res.deleteWall = time.Since(deleteStart)
 
 	res.reconciles = scrapeReconciles(ctx, h.metricsAddr, "packetmachine")
+	writesAfter, err := packetMachineWrites(ctx, h.env.Config)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
+	}
+	res.writes = map[string]float64{}
+	for key, v := range writesAfter {
+		if d := v - writesBefore[key]; d > 0 {
+			res.writes[key] = d
+		}
+	}
 	res.callsByRoute = h.sim.Counters()
 	for _, r := range h.sim.Requests() {
 		res.calls++
@@ -113,19 +136,20 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // printTable writes the results as a Markdown table, then the per-route calls per machine.
 func printTable(w io.Writer, provisioning time.Duration, rate float64, results []*benchResult) {
 	fmt.Fprintf(w, "\nProvisioning time %s (simulator clock), simulator rate limit %.0f req/s per token\n\n", provisioning, rate)
-	fmt.Fprintln(w, "| N | provisioned in | deleted in | API calls / machine | reconciles / machine | active→provisioned p50 | p99 | 429s (share) | manager peak RSS | manager CPU |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| N | provisioned in (floor) | deleted in (floor) | API calls / machine | Kubernetes writes / machine | reconciles / machine | active→provisioned p50 | p99 | 429s (share) | manager peak RSS | manager CPU (per machine) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
 		share := 0.0
 		if r.calls > 0 {
 			share = 100 * float64(r.rateLimited) / float64(r.calls)
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %.1f | %.1f | %s | %s | %d (%.2f%%) | %d MiB | %.1f s |\n",
-			r.n, r.provisionWall.Round(time.Second), r.deleteWall.Round(time.Second),
-			float64(r.calls)/float64(r.n), r.reconciles/float64(r.n),
+		fmt.Fprintf(w, "| %d | %s (%s) | %s (%s) | %.1f | %.1f | %.1f | %s | %s | %d (%.2f%%) | %d MiB | %.1f s (%.0f ms) |\n",
+			r.n, r.provisionWall.Round(time.Second), r.provisionFloor.Round(time.Second),
+			r.deleteWall.Round(time.Second), r.deleteFloor.Round(time.Second),
+			float64(r.calls)/float64(r.n), sum(r.writes)/float64(r.n), r.reconciles/float64(r.n),
 			percentile(r.activeToProvisioned, 0.5).Round(100*time.Millisecond),
 			percentile(r.activeToProvisioned, 0.99).Round(100*time.Millisecond),
-			r.rateLimited, share, r.peakRSS>>20, r.cpu.Seconds())
+			r.rateLimited, share, r.peakRSS>>20, r.cpu.Seconds(), float64(r.cpu.Milliseconds())/float64(r.n))
 	}
 	for _, r := range results {
 		fmt.Fprintf(w, "\nAPI calls per machine by route, N = %d (includes the cluster's own calls):\n\n", r.n)
@@ -137,5 +161,17 @@ func printTable(w io.Writer, provisioning time.Duration, rate float64, results [
 		for _, route := range routes {
 			fmt.Fprintf(w, "    %-40s %6.2f\n", route, float64(r.callsByRoute[route])/float64(r.n))
 		}
+		fmt.Fprintf(w, "\nPacketMachine writes per machine by verb and subresource, N = %d (kube-apiserver's count):\n\n", r.n)
+		for _, key := range slices.Sorted(maps.Keys(r.writes)) {
+			fmt.Fprintf(w, "    %-40s %6.2f\n", key, r.writes[key]/float64(r.n))
+		}
 	}
+}
+
+func sum(m map[string]float64) float64 {
+	total := 0.0
+	for _, v := range m {
+		total += v
+	}
+	return total
 }

@@ -24,6 +24,7 @@ import (
 // simulator over loopback HTTP, and the provider's manager as a separate process, so that its
 // memory and CPU are its own.
 type harness struct {
+	opts       harnessOptions
 	env        *helpers.TestEnvironment
 	sim        *packetsim.Server
 	simServer  *httptest.Server
@@ -63,7 +64,7 @@ func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOpti
 		}
 	}
 	timing := packetsim.TimingFast
-	timing.Queued, timing.Provisioning, timing.Deprovisioning = 5*time.Second, o.provisioning-5*time.Second, 10*time.Second
+	timing.Queued, timing.Provisioning, timing.Deprovisioning = 5*time.Second, o.provisioning-5*time.Second, benchDeprovisioning
 	sim, err := packetsim.New(packetsim.Options{
 		Seed:                seed,
 		Tokens:              map[string][]string{o.apiKey: nil},
@@ -75,7 +76,7 @@ func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOpti
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{env: env, sim: sim, simServer: httptest.NewServer(sim.Handler()), apiKey: o.apiKey,
+	h := &harness{opts: o, env: env, sim: sim, simServer: httptest.NewServer(sim.Handler()), apiKey: o.apiKey,
 		workDir: o.workDir, managerBin: o.managerBin}
 	h.kubeconfig = filepath.Join(o.workDir, "kubeconfig")
 	if err := os.WriteFile(h.kubeconfig, env.KubeConfig, 0o600); err != nil {
@@ -214,4 +215,24 @@ func getOK(ctx context.Context, url string) bool {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// benchDeprovisioning is how long the simulator takes to delete a device in the bench.
+const benchDeprovisioning = 10 * time.Second
+
+// provisionFloor is the least time n machines take to be provisioned: their creates through
+// the Packet request budget, then one provisioning time.
+func (h *harness) provisionFloor(n int) time.Duration {
+	return budgetTime(n, h.opts.ratePerSec) + h.opts.provisioning
+}
+
+// deleteFloor is the least time n machines take to be deleted: a delete and a read that
+// answers 404 per machine through the budget, then one deprovisioning time.
+func (h *harness) deleteFloor(n int) time.Duration {
+	return budgetTime(2*n, h.opts.ratePerSec) + benchDeprovisioning
+}
+
+// budgetTime is how long calls requests take at rate requests a second.
+func budgetTime(calls int, rate float64) time.Duration {
+	return time.Duration(float64(calls) / rate * float64(time.Second))
 }

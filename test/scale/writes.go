@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// writeVerbs are the apiserver_request_total verbs that change an existing object. Creates and
+// deletes of PacketMachines are the workload's (Cluster API's part), not the manager's.
+var writeVerbs = []string{`verb="PATCH"`, `verb="UPDATE"`, `verb="APPLY"`}
+
+// packetMachineWrites reads, from the kube-apiserver's own request metrics, how many times
+// PacketMachines (and their status) were patched or updated so far, by verb and subresource
+// ("PATCH", "PATCH status"). It counts on the server's side, so nothing the manager does unseen
+// — a retried conflict, a second client — escapes it.
+func packetMachineWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	writes := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="packetmachines"`) ||
+			!containsAny(line, writeVerbs) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			key := strings.TrimSpace(label(line, "verb") + " " + label(line, "subresource"))
+			writes[key] += v
+		}
+	}
+	return writes, sc.Err()
+}
+
+// label returns the value of a metric line's label, "" when it has none.
+func label(line, name string) string {
+	_, rest, found := strings.Cut(line, name+`="`)
+	if !found {
+		return ""
+	}
+	value, _, _ := strings.Cut(rest, `"`)
+	return value
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -50,8 +49,8 @@ type MachineScope struct {
 	Packet        packet.Client
 	Credentials   Credentials
 
-	apiReader   client.Reader
-	patchHelper *patch.Helper
+	apiReader client.Reader
+	writer    *machineWriter
 }
 
 // NewMachineScope validates params and starts tracking changes to the PacketMachine.
@@ -59,12 +58,9 @@ func NewMachineScope(p MachineScopeParams) (*MachineScope, error) {
 	if p.Client == nil || p.Cluster == nil || p.Machine == nil || p.PacketCluster == nil || p.PacketMachine == nil {
 		return nil, errors.New("machine scope needs a client, a Cluster, a Machine, a PacketCluster and a PacketMachine")
 	}
-	helper, err := patch.NewHelper(p.PacketMachine, p.Client)
-	if err != nil {
-		return nil, err
-	}
 	return &MachineScope{Client: p.Client, Cluster: p.Cluster, Machine: p.Machine, PacketCluster: p.PacketCluster,
-		PacketMachine: p.PacketMachine, Packet: p.Packet, Credentials: p.Credentials, apiReader: p.APIReader, patchHelper: helper}, nil
+		PacketMachine: p.PacketMachine, Packet: p.Packet, Credentials: p.Credentials, apiReader: p.APIReader,
+		writer: newMachineWriter(p.Client, p.PacketMachine)}, nil
 }
 
 // Name and Namespace are the PacketMachine's.
@@ -155,14 +151,13 @@ func (s *MachineScope) BootstrapData(ctx context.Context) (data []byte, format s
 	return value, format, nil
 }
 
-// Close summarises the conditions into Ready and patches the PacketMachine.
+// Close summarises the conditions into Ready and writes the PacketMachine: at most one patch of
+// metadata and spec and one of the status (see machineWriter).
 func (s *MachineScope) Close(ctx context.Context) error {
 	if err := setReadySummary(s.PacketMachine, MachineConditions); err != nil {
 		return err
 	}
-	return s.patchHelper.Patch(ctx, s.PacketMachine, patch.WithOwnedConditions{Conditions: append([]string{
-		clusterv1.PausedCondition, clusterv1.ReadyCondition,
-	}, MachineConditions...)})
+	return s.writer.write(ctx, s.PacketMachine)
 }
 
 // IsCurrent reports whether the PacketMachine this reconcile works on is the API server's
@@ -182,16 +177,10 @@ func (s *MachineScope) IsCurrent(ctx context.Context) (bool, error) {
 	return live.ResourceVersion == s.PacketMachine.ResourceVersion, nil
 }
 
-// PatchNow writes the PacketMachine immediately, e.g. to record a new device's provider ID
-// before anything else can fail, and tracks later changes from there.
+// PatchNow writes the PacketMachine's metadata and spec immediately, e.g. to record a create in
+// flight or a new device's provider ID before anything else can fail. What must survive a crash
+// lives there; the status changes made so far are written by Close, with the rest of the
+// reconcile's status, in one request.
 func (s *MachineScope) PatchNow(ctx context.Context) error {
-	if err := s.patchHelper.Patch(ctx, s.PacketMachine, patch.WithOwnedConditions{Conditions: MachineConditions}); err != nil {
-		return err
-	}
-	helper, err := patch.NewHelper(s.PacketMachine, s.Client)
-	if err != nil {
-		return err
-	}
-	s.patchHelper = helper
-	return nil
+	return s.writer.writeObject(ctx, s.PacketMachine)
 }

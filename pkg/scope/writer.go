@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -44,12 +45,12 @@ func (w *machineWriter) writeObject(ctx context.Context, pm *infrav1.PacketMachi
 		return err
 	}
 	pending := pm.Status.DeepCopy()
-	observed := pm.Generation
+	observed, ownSpecChange := pm.Generation, !equality.Semantic.DeepEqual(base.Spec, pm.Spec)
 	if err := w.client.Patch(ctx, pm, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return err
 	}
 	w.before = pm.DeepCopy()
-	if pm.Generation == observed+1 {
+	if ownSpecChange && pm.Generation == observed+1 {
 		// The one new generation is this write's own spec change (a recorded provider ID), which
 		// changes nothing the conditions observed. Saying so now saves a status write next time.
 		for i := range pending.Conditions {

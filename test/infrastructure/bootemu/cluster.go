@@ -50,6 +50,9 @@ type workloadCluster struct {
 	apiCert   *tls.Certificate
 	etcdCerts map[string]*tls.Certificate // by etcd pod name, which is the TLS server name KCP uses
 	server    *http.Server                // nil while the endpoint does not answer
+	// listener is the server's: stop closes it itself, because Server.Close only closes the
+	// listeners Serve has started on, and Serve runs in a goroutine that may not have yet.
+	listener net.Listener
 }
 
 func newWorkloadCluster(mgr inmemoryruntime.Manager, b *Boot, log logr.Logger) (*workloadCluster, error) {
@@ -163,7 +166,7 @@ func (c *workloadCluster) serve() error {
 			c.log.Error(err, "Serving the control-plane endpoint", "endpoint", c.endpoint)
 		}
 	}()
-	c.server, c.everServed = srv, true
+	c.server, c.listener, c.everServed = srv, l, true
 	c.log.Info("Control-plane endpoint answers", "endpoint", c.endpoint)
 	return nil
 }
@@ -177,7 +180,8 @@ func (c *workloadCluster) stop() {
 		return
 	}
 	_ = c.server.Close()
-	c.server = nil
+	_ = c.listener.Close()
+	c.server, c.listener = nil, nil
 	c.log.Info("Control-plane endpoint no longer answers", "endpoint", c.endpoint)
 }
 

@@ -156,6 +156,12 @@ var _ = Describe("PacketCluster reconciler", func() {
 
 	It("reports an exceeded IP quota with Packet's message and recovers when it is raised", func() {
 		ns := newNamespace()
+		// Other specs' addresses may be released already: hold one, so that a quota of one is full.
+		c, err := factory.ClientFor("quota-test", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		held, err := c.ReserveIP(ctx, packet.ReserveIPRequest{ProjectID: simProject, Metro: "sv", Tags: []string{"quota-test"}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(c.ReleaseIP(ctx, held.ID)).To(Succeed()) })
 		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, IPv4Quota: 1})
 		DeferCleanup(func() {
 			sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, IPv4Quota: 1 << 20})
@@ -165,6 +171,16 @@ var _ = Describe("PacketCluster reconciler", func() {
 			Should(And(haveReason(infrav1.QuotaExceededReason), HaveField("Message", ContainSubstring("quota"))))
 		Expect(conditions.IsFalse(getPacketCluster(ns, "full"), clusterv1.ReadyCondition)).To(BeTrue())
 		Expect(endpointReservations(ns, "full")).To(BeEmpty())
+		Expect(eventReasons(getPacketCluster(ns, "full"))()).To(ContainElement(infrav1.QuotaExceededReason))
+
+		By("the quota raised, the next look (here: the object touched; else after five minutes) reserves it")
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultProjectQuota, ProjectID: simProject, IPv4Quota: 1 << 20})
+		pc := getPacketCluster(ns, "full")
+		base := pc.DeepCopy()
+		pc.Annotations = map[string]string{"example.com/touched": "yes"}
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(base))).To(Succeed())
+		Eventually(provisioned(ns, "full"), eventually).Should(Succeed())
+		Expect(endpointReservations(ns, "full")).To(HaveLen(1))
 	})
 
 	It("reports invalid credentials from the cluster's Secret and makes no further calls for them", func() {

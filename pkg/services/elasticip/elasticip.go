@@ -6,7 +6,6 @@ package elasticip
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -75,7 +74,7 @@ func (s *Service) Ensure(ctx context.Context) (*endpoint.State, error) {
 				"An elastic IP reservation got no answer; it may exist anyway: waiting up to %s for it to show in Packet's lists before reserving another", wait.Round(time.Second))}, nil
 		}
 		if ip, err = s.reserve(ctx); err != nil {
-			return s.reserveFailed(err)
+			return nil, err
 		}
 		record.Eventf(pc, "ElasticIPReserved", "Reserved elastic IP %s for the control-plane endpoint", displayAddress(ip))
 	}
@@ -232,20 +231,6 @@ func (s *Service) reserve(ctx context.Context) (*packet.IPReservation, error) {
 		delete(pc.Annotations, ReserveStartedAnnotation) // nothing was reserved
 	}
 	return ip, err
-}
-
-// reserveFailed reports a refused reservation; over quota says what could not be reserved.
-func (s *Service) reserveFailed(err error) (*endpoint.State, error) {
-	pc := s.scope.PacketCluster
-	var apiErr *packet.Error
-	if !errors.As(err, &apiErr) || apiErr.Kind != packet.KindQuota {
-		return nil, err
-	}
-	if c := conditions.Get(pc, infrav1.ControlPlaneEndpointReadyCondition); c == nil || c.Reason != infrav1.QuotaExceededReason {
-		record.Warnf(pc, infrav1.QuotaExceededReason, "Cannot reserve an elastic IP: %s", apiErr.Message())
-	}
-	apistatus.Answered(pc)
-	return &endpoint.State{Reason: infrav1.QuotaExceededReason, Message: apiErr.Message(), RequeueAfter: apistatus.SlowRetry}, nil
 }
 
 func displayAddress(ip *packet.IPReservation) string {

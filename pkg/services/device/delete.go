@@ -128,17 +128,20 @@ func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, c
 // the device itself: when listing fails after the read, the device comes back with the error.
 func (s *Service) lookBeforeDelete(ctx context.Context, id string) (*packet.Device, []packet.Device, error) {
 	project, tags := s.scope.ProjectID(), s.scope.IdentityTags()
-	if tagged, err := s.scope.Packet.RecentDevicesByTags(ctx, project, tags...); err == nil {
-		if i := slices.IndexFunc(tagged, func(d packet.Device) bool { return d.ID == id }); i >= 0 {
-			dev := tagged[i]
-			return &dev, slices.Delete(tagged, i, i+1), nil
-		}
+	tagged, err := s.scope.Packet.RecentDevicesByTags(ctx, project, tags...)
+	if i := slices.IndexFunc(tagged, func(d packet.Device) bool { return d.ID == id }); err == nil && i >= 0 {
+		dev := tagged[i]
+		return &dev, slices.Delete(tagged, i, i+1), nil
+	}
+	if err != nil {
+		// The reads below make the same decision without the snapshot; their errors are recorded.
+		ctrl.LoggerFrom(ctx).V(1).Info("Device snapshot unavailable; reading the device by ID", "device", id, "error", err.Error())
 	}
 	dev, err := s.readForDeletion(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	tagged, err := s.scope.Packet.FindDevicesByTags(ctx, project, tags...)
+	tagged, err = s.scope.Packet.FindDevicesByTags(ctx, project, tags...)
 	return dev, tagged, err
 }
 

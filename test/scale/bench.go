@@ -36,6 +36,8 @@ type benchResult struct {
 	activeToProvisioned         []time.Duration
 	peakRSS                     int64
 	cpu                         time.Duration
+	// firstMachineWrites are the stored changes of the first machine, in order.
+	firstMachineWrites []string
 }
 
 // runBench provisions and deletes n machines and measures what it cost.
@@ -45,29 +47,16 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
 	}
+	trace, err := traceWrites(ctx, h.env.Config, w.namespace, w.machineName(0))
+	if err != nil {
+		return nil, fmt.Errorf("watching the first machine: %w", err)
+	}
 	start := time.Now()
 	if err := w.create(ctx); err != nil {
 		return nil, err
 	}
 	res := &benchResult{n: n, provisionFloor: h.provisionFloor(n), deleteFloor: h.deleteFloor(n)}
-	seen := map[string]time.Time{}
-	err = waitFor(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", n), func() (bool, error) {
-		machines, err := w.machines(ctx)
-		if err != nil {
-			return false, err
-		}
-		now := time.Now()
-		for _, m := range machines {
-			if _, ok := seen[m.Name]; !ok && ptr.Deref(m.Status.Initialization.Provisioned, false) {
-				seen[m.Name] = now
-				if d, ok := h.sim.Device(strings.TrimPrefix(m.Spec.ProviderID, infrav1.ProviderIDPrefix)); ok {
-					res.activeToProvisioned = append(res.activeToProvisioned, now.Sub(d.StateSince))
-				}
-			}
-		}
-		return len(seen) == n, nil
-	})
-	if err != nil {
+	if res.activeToProvisioned, err = waitProvisioned(ctx, h, w); err != nil {
 		return nil, err
 	}
 	res.provisionWall = time.Since(start)
@@ -77,6 +66,7 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		return nil, err
 	}
 	res.deleteWall = time.Since(deleteStart)
+	res.firstMachineWrites = trace.Stop()
 
 	res.reconciles = scrapeReconciles(ctx, h.metricsAddr, "packetmachine")
 	writesAfter, err := packetMachineWrites(ctx, h.env.Config)
@@ -99,6 +89,30 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	h.stopManager(syscall.SIGTERM)
 	res.peakRSS, res.cpu = h.peakRSS, h.cpu
 	return res, nil
+}
+
+// waitProvisioned waits until every machine of w is provisioned and returns, for each, how long
+// after its device turned active that was seen.
+func waitProvisioned(ctx context.Context, h *harness, w *workload) ([]time.Duration, error) {
+	var activeToProvisioned []time.Duration
+	seen := map[string]time.Time{}
+	err := waitFor(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", w.n), func() (bool, error) {
+		machines, err := w.machines(ctx)
+		if err != nil {
+			return false, err
+		}
+		now := time.Now()
+		for _, m := range machines {
+			if _, ok := seen[m.Name]; !ok && ptr.Deref(m.Status.Initialization.Provisioned, false) {
+				seen[m.Name] = now
+				if d, ok := h.sim.Device(strings.TrimPrefix(m.Spec.ProviderID, infrav1.ProviderIDPrefix)); ok {
+					activeToProvisioned = append(activeToProvisioned, now.Sub(d.StateSince))
+				}
+			}
+		}
+		return len(seen) == w.n, nil
+	})
+	return activeToProvisioned, err
 }
 
 // scrapeReconciles sums controller_runtime_reconcile_total of one controller.
@@ -164,6 +178,10 @@ func printTable(w io.Writer, provisioning time.Duration, rate float64, results [
 		fmt.Fprintf(w, "\nPacketMachine writes per machine by verb and subresource, N = %d (kube-apiserver's count):\n\n", r.n)
 		for _, key := range slices.Sorted(maps.Keys(r.writes)) {
 			fmt.Fprintf(w, "    %-40s %6.2f\n", key, r.writes[key]/float64(r.n))
+		}
+		fmt.Fprintf(w, "\nWhat each stored write of the first machine changed, N = %d (a watch of the kube-apiserver):\n\n", r.n)
+		for _, line := range r.firstMachineWrites {
+			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}
 }

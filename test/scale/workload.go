@@ -90,7 +90,7 @@ func (w *workload) create(ctx context.Context) error {
 }
 
 func (w *workload) createMachine(ctx context.Context, i int) error {
-	name := fmt.Sprintf("m-%04d", i)
+	name := w.machineName(i)
 	labels := map[string]string{clusterv1.ClusterNameLabel: w.cluster}
 	if i == 0 {
 		labels[clusterv1.MachineControlPlaneLabel] = ""
@@ -169,3 +169,6 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, done func(
 	}
 	return err
 }
+
+// machineName is the name of the i-th machine's Machine and PacketMachine.
+func (w *workload) machineName(i int) string { return fmt.Sprintf("m-%04d", i) }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+)
+
+// writeTrace records what each stored change of one PacketMachine changed, as a watch of the
+// kube-apiserver sees it: the itemised form of the write count in the table. A write that
+// changed nothing is counted by the metrics but stores nothing, so it does not show here.
+type writeTrace struct {
+	mu      sync.Mutex
+	start   time.Time
+	entries []string
+	stop    context.CancelFunc
+}
+
+// traceWrites starts watching the PacketMachine namespace/name.
+func traceWrites(ctx context.Context, cfg *rest.Config, namespace, name string) (*writeTrace, error) {
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(infrav1.GroupVersion.WithKind("PacketMachineList"))
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := c.Watch(ctx, list, client.InNamespace(namespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	t := &writeTrace{start: time.Now(), stop: cancel}
+	go func() {
+		defer w.Stop()
+		var last map[string]any
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			if ev.Type == watch.Modified && last != nil {
+				t.add(strings.Join(changedPaths(last, obj.Object), ", "))
+			}
+			last = obj.Object
+		}
+	}()
+	return t, nil
+}
+
+func (t *writeTrace) add(change string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entries = append(t.entries, fmt.Sprintf("%6.1fs  %s", time.Since(t.start).Seconds(), change))
+}
+
+// Stop ends the watch and returns one line per stored change.
+func (t *writeTrace) Stop() []string {
+	t.stop()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.entries)
+}
+
+// changedPaths names what differs between two versions of an object: metadata, spec and
+// status fields one level down (resourceVersion, generation and managedFields left out), and
+// for conditions the types that changed with their new reason.
+func changedPaths(before, after map[string]any) []string {
+	var out []string
+	for _, part := range []string{"metadata", "spec", "status"} {
+		b, _ := before[part].(map[string]any)
+		a, _ := after[part].(map[string]any)
+		for _, key := range slices.Sorted(maps.Keys(union(a, b))) {
+			switch {
+			case part == "metadata" && (key == "resourceVersion" || key == "generation" || key == "managedFields"):
+			case reflect.DeepEqual(a[key], b[key]):
+			case part == "status" && key == "conditions":
+				out = append(out, changedConditions(b[key], a[key])...)
+			default:
+				out = append(out, part+"."+key)
+			}
+		}
+	}
+	return out
+}
+
+func changedConditions(before, after any) []string {
+	byType := func(v any) map[string]map[string]any {
+		m := map[string]map[string]any{}
+		list, _ := v.([]any)
+		for _, c := range list {
+			if cond, ok := c.(map[string]any); ok {
+				m[fmt.Sprint(cond["type"])] = cond
+			}
+		}
+		return m
+	}
+	b, a := byType(before), byType(after)
+	var out []string
+	for _, typ := range slices.Sorted(maps.Keys(a)) {
+		if !reflect.DeepEqual(a[typ], b[typ]) {
+			what := fmt.Sprintf("%s=%v", a[typ]["reason"], a[typ]["status"])
+			if b[typ] != nil && reflect.DeepEqual(a[typ]["reason"], b[typ]["reason"]) {
+				what = "message/observedGeneration"
+			}
+			out = append(out, "condition "+typ+" "+what)
+		}
+	}
+	return out
+}
+
+func union(a, b map[string]any) map[string]any {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]any{}
+	}
+	maps.Copy(out, b)
+	return out
+}

@@ -7,13 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	"sigs.k8s.io/cluster-api/util/record"
@@ -119,13 +120,12 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	ctx = ctrl.LoggerInto(ctx, log.WithValues("Machine", klog.KObj(machine), "Cluster", klog.KObj(cluster)))
 
-	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, pm, infrav1.PacketMachineFinalizer); err != nil || added {
-		return ctrl.Result{}, err
-	}
-	// A changed Paused condition is patched into pm in place. Carry on rather than wait for that
-	// patch's event: the controller does not react to its own status writes (see watches).
-	if isPaused, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pm); err != nil || isPaused {
-		return ctrl.Result{}, err
+	// A paused machine, or one whose Paused condition changes, has it patched in place by Cluster
+	// API's helper; a new machine's NotPaused is written by the scope with the rest (see notPaused).
+	if annotations.IsPaused(cluster, pm) || conditions.Has(pm, clusterv1.PausedCondition) {
+		if isPaused, _, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pm); err != nil || isPaused {
+			return ctrl.Result{}, err
+		}
 	}
 	pc, err := r.packetClusterFor(ctx, pm, cluster)
 	if err != nil || pc == nil {
@@ -143,6 +143,9 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
+	if !conditions.Has(pm, clusterv1.PausedCondition) {
+		conditions.Set(pm, notPaused(pm))
+	}
 	if credErr != nil {
 		return device.CredentialsFailed(pm, credErr)
 	}
@@ -189,6 +192,9 @@ func (r *PacketMachineReconciler) owners(ctx context.Context, pm *infrav1.Packet
 
 func (r *PacketMachineReconciler) reconcileNormal(ctx context.Context, s *scope.MachineScope) (ctrl.Result, error) {
 	pm := s.PacketMachine
+	// Written with this reconcile's first metadata patch: the one recording a create in flight,
+	// before the create is sent, if not before. No device exists without it.
+	controllerutil.AddFinalizer(pm, infrav1.PacketMachineFinalizer)
 	// The gates only hold back the create: a device that exists is followed whatever happens
 	// to the cluster or the bootstrap data.
 	if s.DeviceID() == "" {
@@ -268,6 +274,14 @@ func (r *PacketMachineReconciler) reconcileDelete(ctx context.Context, s *scope.
 func (r *PacketMachineReconciler) deviceOptions() device.Options {
 	return device.Options{PollMin: r.PollMin, PollMax: r.PollMax, CreateConfirmWindow: r.CreateConfirmWindow,
 		Now: r.Now, Progress: r.progress, SentCreates: r.sentCreates}
+}
+
+// notPaused is the Paused condition Cluster API's paused.EnsurePausedCondition gives an object
+// that is not paused. That helper writes it in a patch of its own; a new machine's is set here
+// and written with the first status patch instead, one request fewer per machine.
+func notPaused(pm *infrav1.PacketMachine) metav1.Condition {
+	return metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
+		Reason: clusterv1.NotPausedReason, ObservedGeneration: pm.Generation}
 }
 
 // removeFinalizer drops the finalizer of a PacketMachine that no Machine ever adopted.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"reflect"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -82,7 +83,8 @@ var ownAnnotations = []string{device.CreateStartedAnnotation, device.DeleteReque
 
 // changedByOthers passes PacketMachine updates that someone else made: spec (other than the
 // providerID the controller records), labels, annotations (other than its own bookkeeping),
-// owner references, finalizers and deletion. Status writes, the controller's own, do not pass.
+// owner references, finalizers (other than its own) and deletion. Status writes, the
+// controller's own, do not pass.
 func changedByOthers() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldPM, okOld := e.ObjectOld.(*infrav1.PacketMachine)
@@ -92,9 +94,15 @@ func changedByOthers() predicate.Funcs {
 		}
 		oldSpec, newSpec := oldPM.Spec, newPM.Spec
 		oldSpec.ProviderID, newSpec.ProviderID = "", ""
-		return !reflect.DeepEqual(oldSpec, newSpec) ||
-			metaChanged(oldPM.ObjectMeta, newPM.ObjectMeta, ownAnnotations...)
+		oldMeta, newMeta := oldPM.ObjectMeta, newPM.ObjectMeta
+		oldMeta.Finalizers, newMeta.Finalizers = othersFinalizers(oldMeta.Finalizers), othersFinalizers(newMeta.Finalizers)
+		return !reflect.DeepEqual(oldSpec, newSpec) || metaChanged(oldMeta, newMeta, ownAnnotations...)
 	}}
+}
+
+// othersFinalizers are the finalizers other than the controller's own.
+func othersFinalizers(finalizers []string) []string {
+	return slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == infrav1.PacketMachineFinalizer })
 }
 
 // machineSpecChanged passes Machine updates that matter to the PacketMachine: its spec (the
@@ -138,7 +146,7 @@ func metaChanged(a, b metav1.ObjectMeta, ignoredAnnotations ...string) bool {
 	}
 	return !maps.Equal(a.Labels, b.Labels) || !maps.Equal(annA, annB) ||
 		!reflect.DeepEqual(a.OwnerReferences, b.OwnerReferences) ||
-		!reflect.DeepEqual(a.Finalizers, b.Finalizers) ||
+		!slices.Equal(a.Finalizers, b.Finalizers) ||
 		!a.DeletionTimestamp.Equal(b.DeletionTimestamp)
 }
 

@@ -39,10 +39,9 @@ func (s *Service) observe(dev *packet.Device) (*packet.Device, ctrl.Result, erro
 		return s.observeActive(dev)
 
 	case packet.DeviceStateQueued, packet.DeviceStateProvisioning, stateReinstalling:
+		// Packet's progress percentage is left out: every look would change the message, and so
+		// cost a status write, for a number that tells little (polls follow it; see poll.go).
 		msg, reason := fmt.Sprintf("Device %s is %s", dev.ID, dev.State), infrav1.DeviceProvisioningReason
-		if dev.State != packet.DeviceStateQueued {
-			msg += fmt.Sprintf(" (%.0f%%)", dev.ProvisioningPercentage)
-		}
 		if dev.State == stateReinstalling {
 			reason = infrav1.DeviceReinstallingReason
 		}

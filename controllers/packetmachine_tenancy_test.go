@@ -183,6 +183,28 @@ var _ = Describe("PacketMachine deletion that takes too long", func() {
 	})
 })
 
+var _ = Describe("PacketMachine deletion asked by an earlier version", func() {
+	It("is followed from its annotation, not asked for again", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pm := mc.createMachine("upgraded", machineOpts{})
+		isProvisioned(pm)
+		dev := oneDevice(pm)
+		sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultSlowDeprovision, Duration: time.Minute, Count: 1})
+		DeferCleanup(sim.ClearFaults)
+		// What a version that kept the time in an annotation did: ask, record, then be replaced.
+		pk, err := factory.ClientFor("", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pk.DeleteDevice(ctx, dev.ID)).To(Succeed())
+		live := getPM(pm)
+		base := live.DeepCopy()
+		live.Annotations = map[string]string{device.DeleteRequestedAnnotation: simClock.Now().UTC().Format(time.RFC3339Nano)}
+		Expect(k8sClient.Patch(ctx, live, client.MergeFrom(base))).To(Succeed())
+
+		deleteAndWait(pm)
+		Expect(deletesFor(dev.ID)).To(Equal(1), "the device being deprovisioned was not asked for again")
+	})
+})
+
 // deletesFor counts the DELETE requests for one device.
 func deletesFor(id string) int {
 	n := 0

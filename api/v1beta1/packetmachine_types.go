@@ -157,6 +157,11 @@ type PacketMachineStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	FailureDomain string `json:"failureDomain,omitempty"`
 
+	// deviceDeletionRequestedAt is when the provider asked Packet to delete the device: how long
+	// it has been deprovisioning, and whether to ask again.
+	// +optional
+	DeviceDeletionRequestedAt *metav1.Time `json:"deviceDeletionRequestedAt,omitempty"`
+
 	// conditions describe the current state of the PacketMachine. Ready summarises the others.
 	// +optional
 	// +listType=map

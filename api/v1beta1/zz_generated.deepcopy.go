@@ -478,6 +478,10 @@ func (in *PacketMachineStatus) DeepCopyInto(out *PacketMachineStatus) {
 		*out = make([]v1beta2.MachineAddress, len(*in))
 		copy(*out, *in)
 	}
+	if in.DeviceDeletionRequestedAt != nil {
+		in, out := &in.DeviceDeletionRequestedAt, &out.DeviceDeletionRequestedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

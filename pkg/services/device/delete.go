@@ -34,7 +34,7 @@ func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error
 		}
 		id = s.scope.DeviceID()
 	}
-	if requestedAt, requested := s.annotationTime(DeleteRequestedAnnotation); requested {
+	if requestedAt, requested := s.deletionRequestedAt(); requested {
 		return s.followDelete(ctx, id, requestedAt)
 	}
 	return s.firstDelete(ctx, id)
@@ -110,7 +110,9 @@ func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, c
 	if !again {
 		record.Eventf(pm, "DeviceDeleting", "Deleting device %s", id)
 	}
-	s.setAnnotationTime(DeleteRequestedAnnotation, s.opts.Now())
+	// In the status, which this reconcile writes anyway: an annotation would cost a second write.
+	pm.Status.DeviceDeletionRequestedAt = &metav1.Time{Time: s.opts.Now()}
+	s.removeAnnotation(DeleteRequestedAnnotation)
 	// Deprovisioning takes tens of seconds at least; the first look waits for that.
 	return false, ctrl.Result{RequeueAfter: min(3*s.opts.PollMin, s.opts.PollMax)}, nil
 }
@@ -260,6 +262,16 @@ func (s *Service) gone(id string) {
 	s.opts.Progress.Forget(id)
 	s.opts.SentCreates.forget(pm.UID)
 	pm.Status.InstanceStatus = ""
+	pm.Status.DeviceDeletionRequestedAt = nil
 	s.removeAnnotation(DeleteRequestedAnnotation)
 	record.Eventf(pm, "DeviceDeleted", "Device %s is deleted", id)
+}
+
+// deletionRequestedAt is when the device's deletion was asked, if it was: the status, else the
+// annotation of earlier versions.
+func (s *Service) deletionRequestedAt() (time.Time, bool) {
+	if t := s.scope.PacketMachine.Status.DeviceDeletionRequestedAt; t != nil {
+		return t.Time, true
+	}
+	return s.annotationTime(DeleteRequestedAnnotation)
 }

@@ -32,7 +32,9 @@ const (
 	// CreateRetryAnnotation holds when a create Packet refused for a while (a full project, a
 	// spot bid below the market) may be sent again; a changed spec is tried at once.
 	CreateRetryAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-create-retry-at"
-	// DeleteRequestedAnnotation holds when the device's deletion was requested.
+	// DeleteRequestedAnnotation held when the device's deletion was requested, before
+	// status.deviceDeletionRequestedAt did (one write fewer per deletion). It is still read, so
+	// that a machine being deleted across an upgrade is followed, not asked for again.
 	DeleteRequestedAnnotation = "packetmachine.infrastructure.cluster.x-k8s.io/device-delete-requested"
 	// ProjectAnnotation and CredentialsAnnotation record, with the first create, the project
 	// the device is in and the credentials Secret (in the PacketMachine's namespace) it was

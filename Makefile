@@ -133,9 +133,9 @@ bench-secrets: envtest-bins build ## The manager's memory next to 5,000 unrelate
 	go run ./test/scale secrets --secrets 5000 --secret-size 102400 --provisioning 10s --rate 50 --manager $(or $(SECRETS_MANAGER),$(BIN)/manager)
 
 .PHONY: soak
-soak: envtest-bins $(KUBE_CONTROLLER_MANAGER) build ## 50 machines, Packet API faults, SIGKILLed managers and a namespace deleted, for 5 minutes; fails on any duplicate, leak, panic or leaked secret.
+soak: envtest-bins $(KUBE_CONTROLLER_MANAGER) build ## 50 machines, Packet API faults, two leader-elected managers whose leader is SIGKILLed, a namespace deleted, for 5 minutes; fails on any duplicate, leak, slow takeover, panic or leaked secret.
 	go run ./test/scale soak --machines $(or $(SOAK_MACHINES),50) --chaos $(or $(SOAK_CHAOS),5m) --provisioning 30s --rate 20 --manager $(BIN)/manager \
-		--kube-controller-manager $(KUBE_CONTROLLER_MANAGER)
+		--replicas $(or $(SOAK_REPLICAS),2) --kube-controller-manager $(KUBE_CONTROLLER_MANAGER)
 
 .PHONY: soak-ci
 soak-ci: ## The short soak CI runs: 10 machines, 90 s of chaos.

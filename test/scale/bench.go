@@ -68,7 +68,7 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	res.deleteWall = time.Since(deleteStart)
 	res.firstMachineWrites = trace.Stop()
 
-	res.reconciles = scrapeReconciles(ctx, h.metricsAddr, "packetmachine")
+	res.reconciles = scrapeReconciles(ctx, h.metricsAddr(), "packetmachine")
 	writesAfter, err := packetMachineWrites(ctx, h.env.Config)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
@@ -117,6 +117,12 @@ func waitProvisioned(ctx context.Context, h *harness, w *workload) ([]time.Durat
 
 // scrapeReconciles sums controller_runtime_reconcile_total of one controller.
 func scrapeReconciles(ctx context.Context, addr, controller string) float64 {
+	return scrapeMetric(ctx, addr, "controller_runtime_reconcile_total", `controller="`+controller+`"`)
+}
+
+// scrapeMetric sums a metric's samples whose line contains labels, from a manager's metrics
+// endpoint; -1 when it does not answer.
+func scrapeMetric(ctx context.Context, addr, name, labels string) float64 {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -128,7 +134,7 @@ func scrapeReconciles(ctx context.Context, addr, controller string) float64 {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "controller_runtime_reconcile_total{") && strings.Contains(line, `controller="`+controller+`"`) {
+		if (strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ")) && strings.Contains(line, labels) {
 			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
 				total += v
 			}

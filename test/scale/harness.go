@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -33,11 +34,9 @@ type harness struct {
 	kubeconfig string
 
 	managerBin string
-	manager    *exec.Cmd
-	// managerExited is closed once the running manager's Wait returned.
-	managerExited chan struct{}
-	managerLogs   []string
-	metricsAddr   string
+	// managers are the running manager processes: one, or opts.replicas with leader election.
+	managers    []*managerProc
+	managerLogs []string
 	// controllerManager runs kube-controller-manager, when the options name one.
 	controllerManager *exec.Cmd
 	// usage is the resource usage of every manager process that has exited.
@@ -54,6 +53,10 @@ type harnessOptions struct {
 	// controllerManager, when set, is a kube-controller-manager binary run with its namespace
 	// and garbage-collector controllers, so that a namespace can be deleted.
 	controllerManager string
+	// replicas above one run that many managers with leader election (default flags).
+	replicas int
+	// managerFlags are passed to every manager after the harness's own (e.g. -v=5).
+	managerFlags []string
 }
 
 func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOptions) (*harness, error) {
@@ -87,7 +90,12 @@ func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOpti
 			return nil, err
 		}
 	}
-	return h, h.startManager(ctx)
+	for range max(o.replicas, 1) {
+		if err := h.startManager(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 // startControllerManager runs kube-controller-manager's namespace and garbage-collector
@@ -110,7 +118,7 @@ func (h *harness) startControllerManager(ctx context.Context, bin string) error 
 	return nil
 }
 
-// startManager starts (or restarts) the provider's manager against the simulator.
+// startManager starts one more manager process against the simulator.
 func (h *harness) startManager(ctx context.Context) error {
 	metricsPort, err := freePort()
 	if err != nil {
@@ -120,58 +128,63 @@ func (h *harness) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h.metricsAddr = "127.0.0.1:" + strconv.Itoa(metricsPort)
+	m := &managerProc{metricsAddr: "127.0.0.1:" + strconv.Itoa(metricsPort), exited: make(chan struct{})}
 	logPath := filepath.Join(h.workDir, fmt.Sprintf("manager-%d.log", len(h.managerLogs)))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, h.managerBin,
-		"--kubeconfig="+h.kubeconfig,
-		"--diagnostics-address="+h.metricsAddr, "--insecure-diagnostics",
-		"--health-addr=127.0.0.1:"+strconv.Itoa(healthPort),
+	args := []string{
+		"--kubeconfig=" + h.kubeconfig,
+		"--diagnostics-address=" + m.metricsAddr, "--insecure-diagnostics",
+		"--health-addr=127.0.0.1:" + strconv.Itoa(healthPort),
 		"--packet-api-qps=10", "--packet-api-burst=10",
 		"--packetmachine-concurrency=20",
-	)
-	cmd.Env = append(os.Environ(),
+	}
+	if h.opts.replicas > 1 {
+		args = append(args, "--leader-elect", "--leader-election-namespace=default")
+	}
+	m.cmd = exec.CommandContext(ctx, h.managerBin, append(args, h.opts.managerFlags...)...)
+	m.cmd.Env = append(os.Environ(),
 		"PACKET_API_URL="+h.simServer.URL+"/metal/v1/",
 		"LBAAS_API_URL="+h.simServer.URL+"/lbaas/",
 		"METAL_TOKEN_EXCHANGE_URL="+h.simServer.URL+"/iam/api-keys/exchange",
 		"PACKET_API_KEY="+h.apiKey,
 		"ENABLE_WEBHOOKS=false",
 	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := m.cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return fmt.Errorf("starting %s: %w", h.managerBin, err)
 	}
-	exited := make(chan struct{})
-	h.manager, h.managerExited, h.managerLogs = cmd, exited, append(h.managerLogs, logPath)
-	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(exited) }()
+	h.managers, h.managerLogs = append(h.managers, m), append(h.managerLogs, logPath)
+	go func() { _ = m.cmd.Wait(); _ = logFile.Close(); close(m.exited) }()
 	return waitHTTP(ctx, "http://127.0.0.1:"+strconv.Itoa(healthPort)+"/readyz", time.Minute)
 }
 
-// stopManager ends the manager with sig (SIGTERM to stop, SIGKILL to crash it) and records
-// the resource usage of the process.
+// stopManager ends every manager with sig (SIGTERM to stop, SIGKILL to crash them) and records
+// the resource usage of the processes.
 func (h *harness) stopManager(sig syscall.Signal) {
-	if h.manager == nil || h.manager.Process == nil {
-		return
+	for _, m := range slices.Clone(h.managers) {
+		h.stop(m, sig)
 	}
-	_ = h.manager.Process.Signal(sig)
-	select {
-	case <-h.managerExited:
-	case <-time.After(30 * time.Second):
-		_ = h.manager.Process.Kill()
-		<-h.managerExited
+}
+
+// stop ends one manager with sig and records its resource usage.
+func (h *harness) stop(m *managerProc, sig syscall.Signal) {
+	cpu, rss := m.stop(sig)
+	h.cpu += cpu
+	h.peakRSS = max(h.peakRSS, rss)
+	h.managers = slices.DeleteFunc(h.managers, func(other *managerProc) bool { return other == m })
+}
+
+// metricsAddr is where the first running manager serves its metrics.
+func (h *harness) metricsAddr() string {
+	if len(h.managers) == 0 {
+		return ""
 	}
-	if ru, ok := h.manager.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		h.cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		if rss := ru.Maxrss * 1024; rss > h.peakRSS {
-			h.peakRSS = rss
-		}
-	}
-	h.manager = nil
+	return h.managers[0].metricsAddr
 }
 
 func (h *harness) close() {

@@ -41,16 +41,22 @@ func main() {
 	rate := fs.Float64("rate", 10, "simulator rate limit, requests per second per API token")
 	chaos := fs.Duration("chaos", 5*time.Minute, "soak: how long faults and manager kills go on")
 	managerBin := fs.String("manager", "bin/manager", "the provider's manager binary")
+	managerFlags := fs.String("manager-flags", "", "extra flags for every manager, space-separated (e.g. -v=5)")
 	workDir := fs.String("work-dir", "", "where logs and the kubeconfig go (default: a new temp folder)")
 	secrets := fs.Int("secrets", 5000, "secrets: how many unrelated Secrets to create")
 	secretSize := fs.Int("secret-size", 100<<10, "secrets: the size of each, in bytes")
+	replicas := fs.Int("replicas", 1, "soak: manager replicas; above one they run with leader election and the leader is the one killed")
 	controllerManager := fs.String("kube-controller-manager", "", "soak: a kube-controller-manager binary; with it, a second cluster's namespace is deleted mid-chaos")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, mode, *machines, *provisioning, *rate, *chaos, *managerBin, *workDir,
-		secretsFlags{count: *secrets, size: *secretSize}, *controllerManager)
+	opts := harnessOptions{provisioning: *provisioning, ratePerSec: *rate, apiKey: randomToken(), managerBin: *managerBin,
+		workDir: *workDir, managerFlags: strings.Fields(*managerFlags)}
+	if mode == "soak" {
+		opts.controllerManager, opts.replicas = *controllerManager, *replicas
+	}
+	err := run(ctx, mode, *machines, *chaos, opts, secretsFlags{count: *secrets, size: *secretSize})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
@@ -58,9 +64,8 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, mode, machines string, provisioning time.Duration, rate float64, chaos time.Duration, managerBin, workDir string,
-	secretsOpts secretsFlags, controllerManager string) error {
-	workDir, err := prepareWorkDir(workDir, mode)
+func run(ctx context.Context, mode, machines string, chaos time.Duration, opts harnessOptions, secretsOpts secretsFlags) error {
+	workDir, err := prepareWorkDir(opts.workDir, mode)
 	if err != nil {
 		return err
 	}
@@ -75,12 +80,11 @@ func run(ctx context.Context, mode, machines string, provisioning time.Duration,
 	if err != nil {
 		return err
 	}
-	opts := harnessOptions{provisioning: provisioning, ratePerSec: rate, apiKey: randomToken(), managerBin: managerBin, workDir: workDir}
+	opts.workDir = workDir
 	switch mode {
 	case "secrets":
 		return runSecretsMode(ctx, env, opts, counts[0], secretsOpts)
 	case "soak":
-		opts.controllerManager = controllerManager
 		return runSoakMode(ctx, env, opts, counts[0], chaos)
 	}
 	return runBenchMode(ctx, env, opts, counts)

@@ -76,7 +76,7 @@ func runSecrets(ctx context.Context, h *harness, machines, count, size int) (*se
 		return nil, err
 	}
 	time.Sleep(5 * time.Second) // let the manager settle
-	res := &secretsResult{machines: machines, secrets: count, size: size, rss: currentRSS(h.manager.Process.Pid)}
+	res := &secretsResult{machines: machines, secrets: count, size: size, rss: currentRSS(h.managers[0].cmd.Process.Pid)}
 	h.stopManager(syscall.SIGTERM)
 	res.peakRSS = h.peakRSS
 	return res, nil

@@ -41,7 +41,16 @@ type soakResult struct {
 	leaks, violations                 []string
 	// namespaceDeletion is how long the second cluster's namespace took to go, 0 without it.
 	namespaceDeletion time.Duration
+	// takeovers are, with replicas, how long after each SIGKILL of the leader another manager
+	// held the lease.
+	takeovers []time.Duration
 }
+
+// maxTakeover is the longest a standby may take to lead after the leader is killed, with the
+// manager's default flags: the lease runs out 15 s after its last renewal (at most 2 s before
+// the kill), and a standby tries every 2 s jittered by up to 120% (client-go's
+// leaderelection), so up to 4.4 s apart.
+const maxTakeover = 15*time.Second + 4400*time.Millisecond
 
 // runSoak provisions n machines while the Packet API misbehaves and the manager is killed with
 // SIGKILL every 15–30 s for the given duration, then checks the invariants: one device per
@@ -110,13 +119,30 @@ func runChaos(ctx context.Context, h *harness, doomed *doomedWorkload, chaosFor 
 		if time.Now().After(chaosEnd) {
 			break
 		}
-		h.stopManager(syscall.SIGKILL)
 		res.kills++
-		if err := h.startManager(ctx); err != nil {
+		if err := killManager(ctx, h, res); err != nil {
 			return err
 		}
 	}
 	return doomed.deleteNamespace(ctx) // a chaos too short to reach doomAt
+}
+
+// killManager SIGKILLs the manager, or with replicas the leader, and starts another.
+func killManager(ctx context.Context, h *harness, res *soakResult) error {
+	if h.opts.replicas < 2 {
+		h.stopManager(syscall.SIGKILL)
+		return h.startManager(ctx)
+	}
+	took, err := h.killLeader(ctx)
+	if err != nil {
+		return err
+	}
+	res.takeovers = append(res.takeovers, took)
+	if took > maxTakeover {
+		res.violations = append(res.violations, fmt.Sprintf("a standby took the lease %s after the leader was killed (at most %s)",
+			took.Round(100*time.Millisecond), maxTakeover))
+	}
+	return nil
 }
 
 // countFaultResponses counts the simulator's answers that were throttled or failed.
@@ -319,6 +345,11 @@ func scanLogs(paths []string, apiKey string) []string {
 func (r *soakResult) print(w io.Writer, n int, chaosFor time.Duration) {
 	fmt.Fprintf(w, "\nSoak: %d machines, %s of chaos\n", n, chaosFor)
 	fmt.Fprintf(w, "  manager kills (SIGKILL):   %d\n", r.kills)
+	if len(r.takeovers) > 0 {
+		fmt.Fprintf(w, "  leader killed, standby leading after: min %s, p50 %s, max %s (lease 15 s, retry 2 s + jitter; bound %s)\n",
+			percentile(r.takeovers, 0).Round(100*time.Millisecond), percentile(r.takeovers, 0.5).Round(100*time.Millisecond),
+			percentile(r.takeovers, 1).Round(100*time.Millisecond), maxTakeover)
+	}
 	fmt.Fprintf(w, "  faulty API responses:      %d (429 and 5xx)\n", r.faultResponses)
 	fmt.Fprintf(w, "  duplicate devices found:   %d\n", r.duplicates)
 	fmt.Fprintf(w, "  leaks after deletion:      %d %v\n", len(r.leaks), r.leaks)

@@ -137,8 +137,10 @@ func (w *workload) machines(ctx context.Context) ([]infrav1.PacketMachine, error
 }
 
 // deleteAll deletes every PacketMachine (envtest has no garbage collector, so deleting the
-// Machines would not reach them), waits for them to go, then deletes the PacketCluster: the
-// order Cluster API core keeps.
+// Machines would not reach them), waits for them to go, deletes the Machines, then the
+// PacketCluster: the order Cluster API core keeps (a Machine goes once its infrastructure is
+// gone). Machines left behind would be mapped to their gone PacketMachines at every change
+// of the PacketCluster.
 func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 	if err := w.c.DeleteAllOf(ctx, &infrav1.PacketMachine{}, client.InNamespace(w.namespace)); err != nil {
 		return err
@@ -147,6 +149,9 @@ func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 		machines, err := w.machines(ctx)
 		return len(machines) == 0, err
 	}); err != nil {
+		return err
+	}
+	if err := w.c.DeleteAllOf(ctx, &clusterv1.Machine{}, client.InNamespace(w.namespace)); err != nil {
 		return err
 	}
 	pc := &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace}}

@@ -47,10 +47,12 @@ type soakResult struct {
 }
 
 // maxTakeover is the longest a standby may take to lead after the leader is killed, with the
-// manager's default flags: the lease runs out 15 s after its last renewal (at most 2 s before
-// the kill), and a standby tries every 2 s jittered by up to 120% (client-go's
-// leaderelection), so up to 4.4 s apart.
-const maxTakeover = 15*time.Second + 4400*time.Millisecond
+// manager's default flags (lease 15 s, retry 2 s). A standby tries every 2 s jittered by up to
+// 120% (client-go's leaderelection), so up to 4.4 s apart, and counts the lease's 15 s from when
+// it last saw the record change, not from the renewal written in it: it may see the dead
+// leader's last renewal up to 4.4 s after the kill, and its first try after the lease ran out
+// may come 4.4 s after that. Half a second more covers the metric the harness polls.
+const maxTakeover = 15*time.Second + 2*4400*time.Millisecond + 500*time.Millisecond
 
 // runSoak provisions n machines while the Packet API misbehaves and the manager is killed with
 // SIGKILL every 15–30 s for the given duration, then checks the invariants: one device per

@@ -38,6 +38,8 @@ type benchResult struct {
 	cpu                         time.Duration
 	// firstMachineWrites are the stored changes of the first machine, in order.
 	firstMachineWrites []string
+	// firstDeviceCalls are the Packet requests that named the first machine's device, in order.
+	firstDeviceCalls []string
 }
 
 // runBench provisions and deletes n machines and measures what it cost.
@@ -60,6 +62,10 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		return nil, err
 	}
 	res.provisionWall = time.Since(start)
+	firstDevice, err := w.deviceID(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
 
 	deleteStart := time.Now()
 	if err := w.deleteAll(ctx, 4*time.Hour); err != nil {
@@ -84,6 +90,9 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		res.calls++
 		if r.Status == http.StatusTooManyRequests {
 			res.rateLimited++
+		}
+		if strings.Contains(r.Path, firstDevice) {
+			res.firstDeviceCalls = append(res.firstDeviceCalls, fmt.Sprintf("%6.1fs  %s %d", r.Time.Sub(trace.start).Seconds(), r.Route, r.Status))
 		}
 	}
 	h.stopManager(syscall.SIGTERM)
@@ -187,6 +196,10 @@ func printTable(w io.Writer, provisioning time.Duration, rate float64, results [
 		}
 		fmt.Fprintf(w, "\nWhat each stored write of the first machine changed, N = %d (a watch of the kube-apiserver):\n\n", r.n)
 		for _, line := range r.firstMachineWrites {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+		fmt.Fprintf(w, "\nPacket calls that named the first machine's device, N = %d (lists and the create do not name it):\n\n", r.n)
+		for _, line := range r.firstDeviceCalls {
 			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -134,6 +135,15 @@ func (w *workload) machines(ctx context.Context) ([]infrav1.PacketMachine, error
 	list := &infrav1.PacketMachineList{}
 	err := w.c.List(ctx, list, client.InNamespace(w.namespace))
 	return list.Items, err
+}
+
+// deviceID returns the device ID in the i-th PacketMachine's spec.providerID.
+func (w *workload) deviceID(ctx context.Context, i int) (string, error) {
+	pm := &infrav1.PacketMachine{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: w.machineName(i)}, pm); err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(pm.Spec.ProviderID, infrav1.ProviderIDPrefix), nil
 }
 
 // deleteAll deletes every PacketMachine (envtest has no garbage collector, so deleting the

@@ -78,8 +78,13 @@ func (r *PacketMachineReconciler) packetMachinesOf(machines []clusterv1.Machine)
 	return requests
 }
 
-// ownAnnotations are the PacketMachine annotations the controller writes itself.
-var ownAnnotations = []string{device.CreateStartedAnnotation, device.DeleteRequestedAnnotation}
+// ownAnnotations are the PacketMachine annotations the controller writes itself. The project
+// and credentials are recorded with the create-started time: passing that write would reconcile
+// the machine again at once, and read its brand-new device by ID.
+var ownAnnotations = []string{
+	device.CreateStartedAnnotation, device.CreateRetryAnnotation, device.DeleteRequestedAnnotation,
+	device.ProjectAnnotation, device.CredentialsAnnotation,
+}
 
 // changedByOthers passes PacketMachine updates that someone else made: spec (other than the
 // providerID the controller records), labels, annotations (other than its own bookkeeping),

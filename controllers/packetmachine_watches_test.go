@@ -24,9 +24,16 @@ func TestChangedByOthersIgnoresTheControllersOwnWrites(t *testing.T) {
 		want   bool
 	}{
 		{"own finalizer added", func(pm *infrav1.PacketMachine) { pm.Finalizers = []string{infrav1.PacketMachineFinalizer} }, false},
-		{"own finalizer and create annotation added", func(pm *infrav1.PacketMachine) {
+		{"own finalizer and create annotations added", func(pm *infrav1.PacketMachine) {
 			pm.Finalizers = []string{infrav1.PacketMachineFinalizer}
-			pm.Annotations = map[string]string{device.CreateStartedAnnotation: "2026-12-03T00:00:00Z"}
+			pm.Annotations = map[string]string{
+				device.CreateStartedAnnotation: "2026-12-03T00:00:00Z",
+				device.ProjectAnnotation:       "p-1",
+				device.CredentialsAnnotation:   "team-a-packet",
+			}
+		}, false},
+		{"create retry time recorded", func(pm *infrav1.PacketMachine) {
+			pm.Annotations = map[string]string{device.CreateRetryAnnotation: "2026-12-03T00:01:00Z"}
 		}, false},
 		{"provider ID recorded", func(pm *infrav1.PacketMachine) { pm.Spec.ProviderID = infrav1.ProviderID("d-1") }, false},
 		{"status written", func(pm *infrav1.PacketMachine) { pm.Status.InstanceStatus = "active" }, false},

@@ -75,7 +75,11 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 	if err != nil {
 		return nil, err
 	}
-	return toDevice(d), nil
+	dev := toDevice(d)
+	if c.snapshots != nil {
+		c.snapshots.addCreated(req.ProjectID, *dev)
+	}
+	return dev, nil
 }
 
 func (c *client) DeleteDevice(ctx context.Context, id string) error {

@@ -2,6 +2,7 @@ package packet
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 // A snapshot is only ever evidence that a device exists in the state it shows. Lists lag: a new
 // device may be missing for a while and a deleted one may linger. So a device missing from the
 // snapshot is looked up by ID, and decisions that need "gone" (a 404) or that destroy something
-// never rely on a snapshot.
+// never rely on a snapshot. The devices this client created since the list are part of the
+// snapshot too, as Packet's answer to the create showed them: the machine that created one is
+// often reconciled again at once, and would otherwise read its brand-new device by ID.
 //
 // Snapshots live in the client, so they are per API key, and are keyed by project. There is no
 // background goroutine: a snapshot is refreshed by the first caller that finds it too old, while
@@ -54,9 +57,18 @@ type projectSnapshot struct {
 	takenAt  time.Time
 	lastUsed time.Time
 	devices  map[string]Device
+	// created are the devices this client created since the list was taken, as the create
+	// answered; dropped by the next list that started after them.
+	created map[string]createdDevice
 	// tooBig is set when the project had more than maxSnapshotDevices devices: its devices are
 	// read by ID until the snapshot is older than snapshotIdleTTL and worth trying again.
 	tooBig bool
+}
+
+// createdDevice is a device as Packet's answer to its create showed it, and when.
+type createdDevice struct {
+	Device
+	at time.Time
 }
 
 func newDeviceSnapshots(maxAge time.Duration, pageSize int, now func() time.Time) *deviceSnapshots {
@@ -94,11 +106,47 @@ func (s *deviceSnapshots) fresh(p *projectSnapshot, asked time.Time) (devices ma
 	return p.devices, p.devices != nil && age <= s.maxAge
 }
 
+// addCreated adds a device this client just created to its project's snapshot, if there is one.
+func (s *deviceSnapshots) addCreated(projectID string, dev Device) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.projects[projectID]
+	if !ok || p.tooBig {
+		return
+	}
+	if p.created == nil {
+		p.created = map[string]createdDevice{}
+	}
+	p.created[dev.ID] = createdDevice{Device: dev, at: s.now()}
+}
+
+// createdSince returns the devices created since the project's list, or nil.
+func (s *deviceSnapshots) createdSince(p *projectSnapshot) []Device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Device, 0, len(p.created))
+	for _, d := range p.created {
+		out = append(out, d.Device)
+	}
+	return out
+}
+
 // snapshot returns the project's devices as listed at most maxAge ago, listing them again if
-// the last list is older. The map is never written after it is stored, so callers may read it.
-func (c *client) snapshot(ctx context.Context, projectID string) (map[string]Device, error) {
+// the last list is older, with the devices this client created since. The map is never written
+// after it is stored, so callers may read it.
+func (c *client) snapshot(ctx context.Context, projectID string) (map[string]Device, []Device, error) {
 	asked := c.snapshots.now()
 	p := c.snapshots.project(projectID)
+	devices, err := c.listedSnapshot(ctx, projectID, p, asked)
+	if err != nil || devices == nil {
+		return devices, nil, err
+	}
+	return devices, c.snapshots.createdSince(p), nil
+}
+
+// listedSnapshot returns the project's last list if it was taken at most maxAge before asked,
+// and lists the project again otherwise.
+func (c *client) listedSnapshot(ctx context.Context, projectID string, p *projectSnapshot, asked time.Time) (map[string]Device, error) {
 	if devices, ok := c.snapshots.fresh(p, asked); ok {
 		return devices, nil
 	}
@@ -125,9 +173,12 @@ func (c *client) DeviceStatus(ctx context.Context, projectID, id string) (*Devic
 		return c.GetDevice(ctx, id)
 	}
 	// On any trouble with the list, do what a caller without a snapshot does.
-	if devices, err := c.snapshot(ctx, projectID); err == nil {
+	if devices, created, err := c.snapshot(ctx, projectID); err == nil {
 		if dev, found := devices[id]; found {
 			return &dev, nil
+		}
+		if i := slices.IndexFunc(created, func(d Device) bool { return d.ID == id }); i >= 0 {
+			return &created[i], nil
 		}
 	}
 	return c.GetDevice(ctx, id)
@@ -138,7 +189,7 @@ func (c *client) RecentDevicesByTags(ctx context.Context, projectID string, tags
 	if c.snapshots == nil {
 		return c.FindDevicesByTags(ctx, projectID, tags...)
 	}
-	devices, err := c.snapshot(ctx, projectID)
+	devices, created, err := c.snapshot(ctx, projectID)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +199,11 @@ func (c *client) RecentDevicesByTags(ctx context.Context, projectID string, tags
 	var found []Device
 	for _, d := range devices {
 		if hasAllTags(d.Tags, tags) {
+			found = append(found, d)
+		}
+	}
+	for _, d := range created {
+		if _, listed := devices[d.ID]; !listed && hasAllTags(d.Tags, tags) {
 			found = append(found, d)
 		}
 	}
@@ -185,5 +241,10 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	c.snapshots.mu.Lock()
 	defer c.snapshots.mu.Unlock()
 	p.takenAt, p.devices, p.tooBig = takenAt, devices, devices == nil
+	for id, d := range p.created {
+		if d.at.Before(takenAt) {
+			delete(p.created, id) // the list started after the create: it shows what Packet has now
+		}
+	}
 	return devices, nil
 }

@@ -118,9 +118,14 @@ func TestDeviceStatusReadsByIDWhatTheListDoesNotShow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A device the list hides (list_lag) is still found, by ID, each time.
+	// A device the list hides (list_lag) is still found, by ID, each time. Another client
+	// creates it: this one would know its own creates.
+	other, err := packet.New(packet.Options{APIURL: apiURL(t, sim), APIKey: packetsim.DefaultToken, QPS: 1000, Burst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultListLag, Count: 1, Duration: time.Hour})
-	lagging, err := c.CreateDevice(ctx, device("lagging", "cluster:a"))
+	lagging, err := other.CreateDevice(ctx, device("lagging", "cluster:a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +143,44 @@ func TestDeviceStatusReadsByIDWhatTheListDoesNotShow(t *testing.T) {
 	// A device that never existed is Packet's 404, not a guess from the list.
 	if _, err := c.DeviceStatus(ctx, project, "00000000-0000-4000-8000-00000000dead"); !packet.IsNotFound(err) {
 		t.Fatalf("unknown device: %v, want NotFound", err)
+	}
+}
+
+// TestDevicesThisClientCreatedAnswerFromTheSnapshot: a machine reconciled again right after its
+// create finds the device in the snapshot taken before it, as the create answered, without a
+// read by ID; tag lookups see it too, and the next list answers for it instead.
+func TestDevicesThisClientCreatedAnswerFromTheSnapshot(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, 300*time.Millisecond)
+	if _, err := c.RecentDevicesByTags(ctx, project, "cluster:a"); err != nil { // the lookup before a create
+		t.Fatal(err)
+	}
+	created := createDevices(t, c, 1)[0]
+
+	before := sim.Counters()
+	got, err := c.DeviceStatus(ctx, project, created.ID)
+	if err != nil || got.ID != created.ID || got.State != created.State {
+		t.Fatalf("DeviceStatus of a device just created = %+v, %v; want %+v", got, err, created)
+	}
+	found, err := c.RecentDevicesByTags(ctx, project, "cluster:a", "machine:0")
+	if err != nil || len(found) != 1 || found[0].ID != created.ID {
+		t.Fatalf("RecentDevicesByTags = %+v, %v; want the device just created", found, err)
+	}
+	if got := calls(sim, before); len(got) != 0 {
+		t.Fatalf("requests = %v, want none: the snapshot is fresh and knows the create", got)
+	}
+
+	sim.Advance(time.Hour)
+	time.Sleep(400 * time.Millisecond)
+	before = sim.Counters()
+	for range 2 {
+		got, err = c.DeviceStatus(ctx, project, created.ID)
+		if err != nil || got.State != packet.DeviceStateActive {
+			t.Fatalf("after the snapshot aged: %+v, %v; want the listed device, active", got, err)
+		}
+	}
+	if got, want := calls(sim, before), map[string]int{listRoute: 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
 	}
 }
 

@@ -144,6 +144,18 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	flags.AddManagerOptions(fs, &o.manager)
 }
 
+// leaderElectionID names the lease the manager's replicas share. Managers sharded with
+// --watch-filter each own their share of the clusters, so each shard elects its own leader: with
+// one lease for all, only one shard would ever reconcile. Label values may hold capitals and
+// underscores, lease names may not.
+func leaderElectionID(watchFilter string) string {
+	const id = "controller-leader-election-capp"
+	if watchFilter == "" {
+		return id
+	}
+	return id + "-" + strings.ReplaceAll(strings.ToLower(watchFilter), "_", "-")
+}
+
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -226,7 +238,7 @@ func newManager(opts *options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                     scheme,
 		LeaderElection:             opts.leaderElect,
-		LeaderElectionID:           "controller-leader-election-capp",
+		LeaderElectionID:           leaderElectionID(opts.watchFilterValue),
 		LeaderElectionNamespace:    opts.leaderElectionNamespace,
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
 		LeaseDuration:              &opts.leaderElectionLeaseDuration,

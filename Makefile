@@ -128,6 +128,10 @@ SCALE_RATE ?= 10
 bench-scale: envtest-bins build ## Provision and delete 10, 100 and 1000 machines against the simulator; print the cost table.
 	go run ./test/scale bench --machines $(SCALE_MACHINES) --provisioning $(SCALE_PROVISIONING) --rate $(SCALE_RATE) --manager $(BIN)/manager
 
+.PHONY: bench-shards
+bench-shards: envtest-bins build ## Two managers sharded with --watch-filter provision and delete SHARDS_MACHINES (2000) machines; fails if a machine is reconciled by both.
+	go run ./test/scale shards --machines $(or $(SHARDS_MACHINES),2000) --shards 2 --provisioning $(SCALE_PROVISIONING) --rate $(SCALE_RATE) --manager $(BIN)/manager
+
 .PHONY: bench-secrets
 bench-secrets: envtest-bins build ## The manager's memory next to 5,000 unrelated 100 KiB Secrets (SECRETS_MANAGER to compare another build).
 	go run ./test/scale secrets --secrets 5000 --secret-size 102400 --provisioning 10s --rate 50 --manager $(or $(SECRETS_MANAGER),$(BIN)/manager)

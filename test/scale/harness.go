@@ -57,6 +57,10 @@ type harnessOptions struct {
 	replicas int
 	// managerFlags are passed to every manager after the harness's own (e.g. -v=5).
 	managerFlags []string
+	// shards, when set, replace the one manager: one manager per shard, started with
+	// --watch-filter=<shard> and leader election, whose own API key Packet accepts only in the
+	// shard's project (see shards.go).
+	shards []shard
 }
 
 func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOptions) (*harness, error) {
@@ -66,11 +70,16 @@ func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOpti
 			seed.Plans[i].Capacity[metro] = 100000 // capacity is not what is measured
 		}
 	}
+	tokens := map[string][]string{o.apiKey: nil}
+	for _, sh := range o.shards {
+		seed.Projects = append(seed.Projects, packetsim.SeedProject{ID: sh.projectID, Name: "shard " + sh.name})
+		tokens[sh.apiKey] = []string{sh.projectID}
+	}
 	timing := packetsim.TimingFast
 	timing.Queued, timing.Provisioning, timing.Deprovisioning = 5*time.Second, o.provisioning-5*time.Second, benchDeprovisioning
 	sim, err := packetsim.New(packetsim.Options{
 		Seed:                seed,
-		Tokens:              map[string][]string{o.apiKey: nil},
+		Tokens:              tokens,
 		Timing:              &timing,
 		RateLimit:           packetsim.RateLimit{PerSecond: o.ratePerSec, Burst: int(o.ratePerSec)},
 		RandomSeed:          1,
@@ -89,6 +98,14 @@ func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOpti
 		if err := h.startControllerManager(ctx, o.controllerManager); err != nil {
 			return nil, err
 		}
+	}
+	for _, sh := range o.shards {
+		if err := h.startManagerAs(ctx, sh.apiKey, "--watch-filter="+sh.name, "--leader-elect", "--leader-election-namespace=default"); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.shards) > 0 {
+		return h, nil
 	}
 	for range max(o.replicas, 1) {
 		if err := h.startManager(ctx); err != nil {
@@ -120,6 +137,16 @@ func (h *harness) startControllerManager(ctx context.Context, bin string) error 
 
 // startManager starts one more manager process against the simulator.
 func (h *harness) startManager(ctx context.Context) error {
+	var leaderElection []string
+	if h.opts.replicas > 1 {
+		leaderElection = []string{"--leader-elect", "--leader-election-namespace=default"}
+	}
+	return h.startManagerAs(ctx, h.apiKey, leaderElection...)
+}
+
+// startManagerAs starts a manager process whose own Packet API key is apiKey, with extra flags
+// before the run's --manager-flags.
+func (h *harness) startManagerAs(ctx context.Context, apiKey string, extra ...string) error {
 	metricsPort, err := freePort()
 	if err != nil {
 		return err
@@ -141,15 +168,13 @@ func (h *harness) startManager(ctx context.Context) error {
 		"--packet-api-qps=10", "--packet-api-burst=10",
 		"--packetmachine-concurrency=20",
 	}
-	if h.opts.replicas > 1 {
-		args = append(args, "--leader-elect", "--leader-election-namespace=default")
-	}
-	m.cmd = exec.CommandContext(ctx, h.managerBin, append(args, h.opts.managerFlags...)...)
+	args = append(append(args, extra...), h.opts.managerFlags...)
+	m.cmd = exec.CommandContext(ctx, h.managerBin, args...)
 	m.cmd.Env = append(os.Environ(),
 		"PACKET_API_URL="+h.simServer.URL+"/metal/v1/",
 		"LBAAS_API_URL="+h.simServer.URL+"/lbaas/",
 		"METAL_TOKEN_EXCHANGE_URL="+h.simServer.URL+"/iam/api-keys/exchange",
-		"PACKET_API_KEY="+h.apiKey,
+		"PACKET_API_KEY="+apiKey,
 		"ENABLE_WEBHOOKS=false",
 	)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile

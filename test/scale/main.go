@@ -3,10 +3,12 @@
 //
 //	go run ./test/scale bench --machines 10,100,1000 --provisioning 60s --rate 10
 //	go run ./test/scale soak  --machines 50 --chaos 5m
+//	go run ./test/scale shards --machines 2000 --shards 2
 //
 // bench prints a table (wall times, Packet API calls and reconciles per machine, the delay from
 // device active to machine provisioned, 429s, manager peak RSS and CPU). soak exits non-zero on
-// any violation. Both need KUBEBUILDER_ASSETS and a manager binary (`make build`); the Makefile
+// any violation, and so does shards (one manager per --watch-filter shard; a machine reconciled
+// by two, or a call for another shard's machine). Both need KUBEBUILDER_ASSETS and a manager binary (`make build`); the Makefile
 // targets bench-scale, soak and soak-ci set them up.
 package main
 
@@ -18,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,13 +33,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "bench" && os.Args[1] != "soak" && os.Args[1] != "secrets") {
-		fmt.Fprintln(os.Stderr, "usage: scale bench|soak|secrets [flags]; see -h")
+	if len(os.Args) < 2 || !slices.Contains([]string{"bench", "soak", "secrets", "shards"}, os.Args[1]) {
+		fmt.Fprintln(os.Stderr, "usage: scale bench|soak|secrets|shards [flags]; see -h")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
 	fs := flag.NewFlagSet(mode, flag.ExitOnError)
-	machines := fs.String("machines", map[string]string{"bench": "10,100,1000", "soak": "50", "secrets": "3"}[mode], "machine counts (comma-separated for bench)")
+	machines := fs.String("machines", map[string]string{"bench": "10,100,1000", "soak": "50", "secrets": "3", "shards": "2000"}[mode],
+		"machine counts (comma-separated for bench; for shards, split evenly between them)")
 	provisioning := fs.Duration("provisioning", 60*time.Second, "device provisioning time on the simulator")
 	rate := fs.Float64("rate", 10, "simulator rate limit, requests per second per API token")
 	chaos := fs.Duration("chaos", 5*time.Minute, "soak: how long faults and manager kills go on")
@@ -47,6 +51,7 @@ func main() {
 	secretSize := fs.Int("secret-size", 100<<10, "secrets: the size of each, in bytes")
 	replicas := fs.Int("replicas", 1, "soak: manager replicas; above one they run with leader election and the leader is the one killed")
 	controllerManager := fs.String("kube-controller-manager", "", "soak: a kube-controller-manager binary; with it, a second cluster's namespace is deleted mid-chaos")
+	shards := fs.Int("shards", 2, "shards: how many managers share the clusters")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
@@ -55,6 +60,10 @@ func main() {
 		workDir: *workDir, managerFlags: strings.Fields(*managerFlags)}
 	if mode == "soak" {
 		opts.controllerManager, opts.replicas = *controllerManager, *replicas
+	}
+	if mode == "shards" {
+		// controller-runtime logs each reconcile at -v=5: how the run tells who reconciled what.
+		opts.shards, opts.managerFlags = newShards(*shards), append([]string{"-v=5"}, opts.managerFlags...)
 	}
 	err := run(ctx, mode, *machines, *chaos, opts, secretsFlags{count: *secrets, size: *secretSize})
 	cancel()
@@ -86,6 +95,8 @@ func run(ctx context.Context, mode, machines string, chaos time.Duration, opts h
 		return runSecretsMode(ctx, env, opts, counts[0], secretsOpts)
 	case "soak":
 		return runSoakMode(ctx, env, opts, counts[0], chaos)
+	case "shards":
+		return runShardsMode(ctx, env, opts, counts[0])
 	}
 	return runBenchMode(ctx, env, opts, counts)
 }
@@ -143,6 +154,24 @@ func runSoakMode(ctx context.Context, env *helpers.TestEnvironment, opts harness
 		return fmt.Errorf("soak failed (manager logs in %s)", opts.workDir)
 	}
 	fmt.Println("soak passed")
+	return nil
+}
+
+func runShardsMode(ctx context.Context, env *helpers.TestEnvironment, opts harnessOptions, n int) error {
+	h, err := newHarness(ctx, env, opts)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	res, err := runShards(ctx, h, n/len(opts.shards))
+	if err != nil {
+		return err
+	}
+	res.print(os.Stdout)
+	if len(res.violations) > 0 {
+		return fmt.Errorf("shards failed (manager logs in %s)", opts.workDir)
+	}
+	fmt.Println("shards passed")
 	return nil
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -34,6 +36,19 @@ type workload struct {
 	// apiKey, when set, is put in a credentials Secret the PacketCluster names, instead of the
 	// cluster using the manager's key.
 	apiKey string
+	// projectID is the cluster's Packet project; the simulator's default one when empty.
+	projectID string
+	// labels go on the Cluster, the PacketCluster, the Machines and the PacketMachines (a
+	// shard's watch-filter label).
+	labels map[string]string
+}
+
+// objectLabels are the workload's labels with extra.
+func (w *workload) objectLabels(extra map[string]string) map[string]string {
+	out := map[string]string{}
+	maps.Copy(out, w.labels)
+	maps.Copy(out, extra)
+	return out
 }
 
 func (w *workload) create(ctx context.Context) error {
@@ -41,7 +56,7 @@ func (w *workload) create(ctx context.Context) error {
 		return err
 	}
 	cluster := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace, Labels: w.objectLabels(nil)},
 		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 			APIGroup: infrav1.GroupVersion.Group, Kind: "PacketCluster", Name: w.cluster}},
 	}
@@ -50,10 +65,10 @@ func (w *workload) create(ctx context.Context) error {
 	}
 	pc := &infrav1.PacketCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: w.cluster},
+			Labels: w.objectLabels(map[string]string{clusterv1.ClusterNameLabel: w.cluster}),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster",
 				Name: cluster.Name, UID: cluster.UID}}},
-		Spec: infrav1.PacketClusterSpec{ProjectID: packetsim.DefaultProjectID, Metro: "sv"},
+		Spec: infrav1.PacketClusterSpec{ProjectID: cmp.Or(w.projectID, packetsim.DefaultProjectID), Metro: "sv"},
 	}
 	if w.apiKey != "" {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.cluster + "-packet", Namespace: w.namespace},
@@ -92,7 +107,7 @@ func (w *workload) create(ctx context.Context) error {
 
 func (w *workload) createMachine(ctx context.Context, i int) error {
 	name := w.machineName(i)
-	labels := map[string]string{clusterv1.ClusterNameLabel: w.cluster}
+	labels := w.objectLabels(map[string]string{clusterv1.ClusterNameLabel: w.cluster})
 	if i == 0 {
 		labels[clusterv1.MachineControlPlaneLabel] = ""
 	}

@@ -101,9 +101,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		fmt.Sprintf("Only reconcile objects whose %s label has this value; all objects when empty.", clusterv1.WatchLabel))
 	fs.DurationVar(&o.syncPeriod, "sync-period", 10*time.Minute,
 		"Minimum interval at which every watched object is reconciled again.")
-	fs.Float32Var(&o.restConfigQPS, "kube-api-qps", 20,
+	// 50/100, not client-go's 20/30: a machine costs about seven writes, and at 20 a second a
+	// thousand machines waited on this client, not on Packet (docs/performance.md).
+	fs.Float32Var(&o.restConfigQPS, "kube-api-qps", 50,
 		"Maximum queries per second to the management cluster's Kubernetes API.")
-	fs.IntVar(&o.restConfigBurst, "kube-api-burst", 30,
+	fs.IntVar(&o.restConfigBurst, "kube-api-burst", 100,
 		"Maximum burst of queries to the management cluster's Kubernetes API.")
 	fs.StringVar(&o.healthAddr, "health-addr", ":9440",
 		"Address the health and readiness probes bind to.")

@@ -120,7 +120,8 @@ func (s *deviceSnapshots) addCreated(projectID string, dev Device) {
 	p.created[dev.ID] = createdDevice{Device: dev, at: s.now()}
 }
 
-// createdSince returns the devices created since the project's list, or nil.
+// createdSince returns the devices this client created since the project's list (a copy: few,
+// dropped at each list).
 func (s *deviceSnapshots) createdSince(p *projectSnapshot) []Device {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,8 +133,8 @@ func (s *deviceSnapshots) createdSince(p *projectSnapshot) []Device {
 }
 
 // snapshot returns the project's devices as listed at most maxAge ago, listing them again if
-// the last list is older, with the devices this client created since. The map is never written
-// after it is stored, so callers may read it.
+// the last list is older, with the devices this client created since; no devices when the
+// project is too big to keep. The map is never written after it is stored, so callers may read it.
 func (c *client) snapshot(ctx context.Context, projectID string) (map[string]Device, []Device, error) {
 	asked := c.snapshots.now()
 	p := c.snapshots.project(projectID)

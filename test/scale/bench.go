@@ -31,7 +31,7 @@ type benchResult struct {
 	writes map[string]float64
 	// provisionFloor and deleteFloor are the least the Packet budget and the simulator's clock
 	// allow: one create per machine through the request budget, then provisioning; one delete
-	// and one read that answers 404 per machine, then deprovisioning. Polls are not counted.
+	// per machine, then deprovisioning. Polls are not counted.
 	provisionFloor, deleteFloor time.Duration
 	activeToProvisioned         []time.Duration
 	peakRSS                     int64
@@ -40,6 +40,8 @@ type benchResult struct {
 	firstMachineWrites []string
 	// firstDeviceCalls are the Packet requests that named the first machine's device, in order.
 	firstDeviceCalls []string
+	// deviceLists are when the project's devices were listed, when there were few enough to read.
+	deviceLists []string
 }
 
 // runBench provisions and deletes n machines and measures what it cost.
@@ -90,6 +92,9 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		res.calls++
 		if r.Status == http.StatusTooManyRequests {
 			res.rateLimited++
+		}
+		if r.Route == "GET /projects/{id}/devices" {
+			res.deviceLists = append(res.deviceLists, fmt.Sprintf("%.1fs", r.Time.Sub(trace.start).Seconds()))
 		}
 		if strings.Contains(r.Path, firstDevice) {
 			res.firstDeviceCalls = append(res.firstDeviceCalls, fmt.Sprintf("%6.1fs  %s %d", r.Time.Sub(trace.start).Seconds(), r.Route, r.Status))
@@ -202,8 +207,14 @@ func printTable(w io.Writer, provisioning time.Duration, rate float64, results [
 		for _, line := range r.firstDeviceCalls {
 			fmt.Fprintf(w, "    %s\n", line)
 		}
+		if len(r.deviceLists) <= maxListedLists {
+			fmt.Fprintf(w, "\nWhen the project's devices were listed, N = %d: %s\n", r.n, strings.Join(r.deviceLists, " "))
+		}
 	}
 }
+
+// maxListedLists is how many list times are still worth printing.
+const maxListedLists = 40
 
 func sum(m map[string]float64) float64 {
 	total := 0.0

@@ -264,10 +264,10 @@ func (h *harness) provisionFloor(n int) time.Duration {
 	return budgetTime(n, h.opts.ratePerSec) + h.opts.provisioning
 }
 
-// deleteFloor is the least time n machines take to be deleted: a delete and a read that
-// answers 404 per machine through the budget, then one deprovisioning time.
+// deleteFloor is the least time n machines take to be deleted: a delete per machine through
+// the budget, then one deprovisioning time (a list shows them gone).
 func (h *harness) deleteFloor(n int) time.Duration {
-	return budgetTime(2*n, h.opts.ratePerSec) + benchDeprovisioning
+	return budgetTime(n, h.opts.ratePerSec) + benchDeprovisioning
 }
 
 // budgetTime is how long calls requests take at rate requests a second.

@@ -26,6 +26,10 @@ type Client interface {
 	// seconds ago, shared by every caller of this client; a device the list does not show is
 	// read by ID. For following a device's progress: a list may still show a deleted device.
 	DeviceStatus(ctx context.Context, projectID, id string) (*Device, error)
+	// DeletionStatus follows a device whose deletion Packet accepted at deleteAsked: from the
+	// same list as DeviceStatus when that list, taken later, shows the device deprovisioning or
+	// (a complete list) not at all, reported as KindNotFound; read by ID otherwise.
+	DeletionStatus(ctx context.Context, projectID, id string, deleteAsked time.Time) (*Device, error)
 	// FindDevicesByTags returns the project's devices that carry every tag.
 	FindDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error)
 	// RecentDevicesByTags is FindDevicesByTags answered from the same list as DeviceStatus, so

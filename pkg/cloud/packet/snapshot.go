@@ -14,10 +14,12 @@ import (
 // project's budget of 10 requests a second. One paginated list of the project's devices answers
 // every poll made within a few seconds of it instead.
 //
-// A snapshot is only ever evidence that a device exists in the state it shows. Lists lag: a new
+// A snapshot is mostly evidence that a device exists in the state it shows. Lists lag: a new
 // device may be missing for a while and a deleted one may linger. So a device missing from the
-// snapshot is looked up by ID, and decisions that need "gone" (a 404) or that destroy something
-// never rely on a snapshot. The devices this client created since the list are part of the
+// snapshot is looked up by ID, and decisions that destroy something never rely on a snapshot.
+// "Gone" is Packet's 404, with one exception: a device whose deletion Packet accepted before a
+// list that came in one page and does not show it (DeletionStatus). Lagging can only keep such
+// a device in the list, and a single page is one answer, not offsets that shift while paging. The devices this client created since the list are part of the
 // snapshot too, as Packet's answer to the create showed them: the machine that created one is
 // often reconciled again at once, and would otherwise read its brand-new device by ID.
 //
@@ -57,6 +59,10 @@ type projectSnapshot struct {
 	takenAt  time.Time
 	lastUsed time.Time
 	devices  map[string]Device
+	// onePage is set when the list fit in one page: one answer, so a device it does not show
+	// was not in the project at that moment. A list of several pages may skip a device when
+	// others are deleted between two pages (they are offsets).
+	onePage bool
 	// created are the devices this client created since the list was taken, as the create
 	// answered; dropped by the next list that started after them.
 	created map[string]createdDevice
@@ -94,16 +100,24 @@ func (s *deviceSnapshots) project(projectID string) *projectSnapshot {
 	return p
 }
 
-// fresh returns the snapshot's devices if it was taken at most maxAge before asked. ok is false
+// listing is one list of a project's devices.
+type listing struct {
+	devices map[string]Device
+	takenAt time.Time
+	onePage bool
+}
+
+// fresh returns the snapshot's list if it was taken at most maxAge before asked. ok is false
 // when it is older; a project too big to keep reports ok with no devices.
-func (s *deviceSnapshots) fresh(p *projectSnapshot, asked time.Time) (devices map[string]Device, ok bool) {
+func (s *deviceSnapshots) fresh(p *projectSnapshot, asked time.Time) (l listing, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	l = listing{devices: p.devices, takenAt: p.takenAt, onePage: p.onePage}
 	age := asked.Sub(p.takenAt)
 	if p.tooBig {
-		return nil, age <= snapshotIdleTTL
+		return l, age <= snapshotIdleTTL
 	}
-	return p.devices, p.devices != nil && age <= s.maxAge
+	return l, p.devices != nil && age <= s.maxAge
 }
 
 // addCreated adds a device this client just created to its project's snapshot, if there is one.
@@ -138,31 +152,31 @@ func (s *deviceSnapshots) createdSince(p *projectSnapshot) []Device {
 func (c *client) snapshot(ctx context.Context, projectID string) (map[string]Device, []Device, error) {
 	asked := c.snapshots.now()
 	p := c.snapshots.project(projectID)
-	devices, err := c.listedSnapshot(ctx, projectID, p, asked)
-	if err != nil || devices == nil {
-		return devices, nil, err
+	l, err := c.listedSnapshot(ctx, projectID, p, asked)
+	if err != nil || l.devices == nil {
+		return l.devices, nil, err
 	}
-	return devices, c.snapshots.createdSince(p), nil
+	return l.devices, c.snapshots.createdSince(p), nil
 }
 
 // listedSnapshot returns the project's last list if it was taken at most maxAge before asked,
 // and lists the project again otherwise.
-func (c *client) listedSnapshot(ctx context.Context, projectID string, p *projectSnapshot, asked time.Time) (map[string]Device, error) {
-	if devices, ok := c.snapshots.fresh(p, asked); ok {
-		return devices, nil
+func (c *client) listedSnapshot(ctx context.Context, projectID string, p *projectSnapshot, asked time.Time) (listing, error) {
+	if l, ok := c.snapshots.fresh(p, asked); ok {
+		return l, nil
 	}
 	select {
 	case p.refreshing <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return listing{}, ctx.Err()
 	}
 	defer func() { <-p.refreshing }()
 	// Someone else may have refreshed it while this caller waited. Freshness counts from when
 	// this caller asked, not from now: a list that takes longer than maxAge would otherwise be
 	// stale for everyone who waited for it, and each of them would list the project again, one
 	// after the other.
-	if devices, ok := c.snapshots.fresh(p, asked); ok {
-		return devices, nil
+	if l, ok := c.snapshots.fresh(p, asked); ok {
+		return l, nil
 	}
 	return c.refreshSnapshot(ctx, projectID, p)
 }
@@ -180,6 +194,28 @@ func (c *client) DeviceStatus(ctx context.Context, projectID, id string) (*Devic
 		}
 		if i := slices.IndexFunc(created, func(d Device) bool { return d.ID == id }); i >= 0 {
 			return &created[i], nil
+		}
+	}
+	return c.GetDevice(ctx, id)
+}
+
+// DeletionStatus answers from the project's snapshot when a list taken after deleteAsked is
+// conclusive: it shows the device deprovisioning, or it came in one page and does not show the
+// device at all, which is then reported as not found. Anything else (a device listed in another
+// state, perhaps a list lagging behind the delete; a list of several pages; no list) is read by ID.
+func (c *client) DeletionStatus(ctx context.Context, projectID, id string, deleteAsked time.Time) (*Device, error) {
+	if c.snapshots == nil || projectID == "" {
+		return c.GetDevice(ctx, id)
+	}
+	l, err := c.listedSnapshot(ctx, projectID, c.snapshots.project(projectID), c.snapshots.now())
+	if err == nil && l.devices != nil && l.takenAt.After(deleteAsked) {
+		dev, listed := l.devices[id]
+		switch {
+		case listed && dev.State == DeviceStateDeprovisioning:
+			return &dev, nil
+		case !listed && l.onePage:
+			return nil, &Error{Kind: KindNotFound, Operation: "GET /projects/{id}/devices",
+				Messages: []string{"device " + id + " is not in the project's list taken after its deletion was asked"}}
 		}
 	}
 	return c.GetDevice(ctx, id)
@@ -213,10 +249,11 @@ func (c *client) RecentDevicesByTags(ctx context.Context, projectID string, tags
 
 // refreshSnapshot lists the project's devices page by page and stores them. A project with more
 // than maxSnapshotDevices devices gets no snapshot until its next refresh.
-func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *projectSnapshot) (map[string]Device, error) {
+func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *projectSnapshot) (listing, error) {
 	takenAt := c.snapshots.now()
 	devices := map[string]Device{}
-	for page := 1; ; page++ {
+	page := 1
+	for ; ; page++ {
 		opts := &packngo.ListOptions{Page: page, PerPage: c.snapshots.pageSize, Includes: []string{"hardware_reservation", "metro"}}
 		var list []packngo.Device
 		err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
@@ -224,7 +261,7 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 			return resp, err
 		})
 		if err != nil {
-			return nil, err
+			return listing{}, err
 		}
 		for i := range list {
 			devices[list[i].ID] = *toDevice(&list[i])
@@ -241,11 +278,11 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	}
 	c.snapshots.mu.Lock()
 	defer c.snapshots.mu.Unlock()
-	p.takenAt, p.devices, p.tooBig = takenAt, devices, devices == nil
+	p.takenAt, p.devices, p.tooBig, p.onePage = takenAt, devices, devices == nil, page == 1
 	for id, d := range p.created {
 		if d.at.Before(takenAt) {
 			delete(p.created, id) // the list started after the create: it shows what Packet has now
 		}
 	}
-	return devices, nil
+	return listing{devices: devices, takenAt: takenAt, onePage: p.onePage}, nil
 }

@@ -21,6 +21,12 @@ const (
 // newSnapshotSim is newSim with a device snapshot that lives maxAge, listed two per page.
 func newSnapshotSim(t *testing.T, maxAge time.Duration) (*packetsim.Server, packet.Client) {
 	t.Helper()
+	return newSnapshotSimPaged(t, maxAge, 2)
+}
+
+// newSnapshotSimPaged is newSnapshotSim listing pageSize devices per page.
+func newSnapshotSimPaged(t *testing.T, maxAge time.Duration, pageSize int) (*packetsim.Server, packet.Client) {
+	t.Helper()
 	sim, err := packetsim.New(packetsim.Options{Clock: packetsim.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +34,7 @@ func newSnapshotSim(t *testing.T, maxAge time.Duration) (*packetsim.Server, pack
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
 	c, err := packet.New(packet.Options{APIURL: srv.URL + "/metal/v1", APIKey: packetsim.DefaultToken, QPS: 1000, Burst: 1000,
-		PageSize: 2, DeviceSnapshotMaxAge: maxAge, DeviceSnapshotPageSize: 2})
+		PageSize: 2, DeviceSnapshotMaxAge: maxAge, DeviceSnapshotPageSize: pageSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,5 +275,69 @@ func TestDeviceStatusWithoutSnapshotsReadsByID(t *testing.T) {
 	}
 	if got, want := calls(sim, before), map[string]int{getRoute: 3}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("requests = %v, want %v", got, want)
+	}
+}
+
+// A device whose deletion was accepted is followed from the project's list: deprovisioning while
+// it shows so, gone once a one-page list taken after the delete does not show it — no read by ID.
+func TestDeletionStatusAnswersFromAOnePageListTakenAfterTheDelete(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSimPaged(t, 300*time.Millisecond, 10)
+	devices := createDevices(t, c, 3)
+	sim.Advance(time.Hour) // all active
+	if err := c.DeleteDevice(ctx, devices[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	asked := time.Now()
+
+	before := sim.Counters()
+	got, err := c.DeletionStatus(ctx, project, devices[0].ID, asked)
+	if err != nil || got.State != packet.DeviceStateDeprovisioning {
+		t.Fatalf("DeletionStatus while deprovisioning = %+v, %v; want the device, deprovisioning", got, err)
+	}
+	sim.Advance(time.Hour) // deprovisioned
+	time.Sleep(400 * time.Millisecond)
+	if _, err := c.DeletionStatus(ctx, project, devices[0].ID, asked); !packet.IsNotFound(err) {
+		t.Fatalf("DeletionStatus of a deleted device = %v, want not found", err)
+	}
+	if got, want := calls(sim, before), map[string]int{listRoute: 2}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v: two lists, no read by ID", got, want)
+	}
+}
+
+// Only a list that is one answer and came after the delete says "gone"; a device listed in
+// another state than deprovisioning is read by ID.
+func TestDeletionStatusReadsByIDWhenTheListIsNotConclusive(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pageSize int
+		// askedLater moves the delete after the list.
+		askedLater time.Duration
+		deleted    bool
+	}{
+		{name: "several pages", pageSize: 2, deleted: true},
+		{name: "list older than the delete", pageSize: 10, askedLater: time.Hour, deleted: true},
+		{name: "listed active", pageSize: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			sim, c := newSnapshotSimPaged(t, time.Hour, tc.pageSize)
+			devices := createDevices(t, c, 3)
+			sim.Advance(time.Hour)
+			if tc.deleted {
+				if err := c.DeleteDevice(ctx, devices[0].ID); err != nil {
+					t.Fatal(err)
+				}
+				sim.Advance(time.Hour)
+			}
+			before := sim.Counters()
+			got, err := c.DeletionStatus(ctx, project, devices[0].ID, time.Now().Add(tc.askedLater))
+			if tc.deleted && !packet.IsNotFound(err) || !tc.deleted && (err != nil || got.State != packet.DeviceStateActive) {
+				t.Fatalf("DeletionStatus = %+v, %v", got, err)
+			}
+			if n := calls(sim, before)[getRoute]; n != 1 {
+				t.Fatalf("reads by ID = %d, want 1", n)
+			}
+		})
 	}
 }

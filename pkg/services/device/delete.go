@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
-// Delete deletes the machine's device and reports done only once Packet answers 404 for it, so
-// that its hardware reservation and IP assignments are free when the PacketMachine is gone.
+// Delete deletes the machine's device and reports done only once Packet no longer has it (a 404,
+// or a complete list taken after the delete without it), so that its hardware reservation and
+// IP assignments are free when the PacketMachine is gone.
 // A device in any state is deleted, failed ones included. Without a recorded device ID the
 // device is looked up by its tags first.
 func (s *Service) Delete(ctx context.Context) (done bool, _ ctrl.Result, _ error) {
@@ -70,7 +71,10 @@ func (s *Service) firstDelete(ctx context.Context, id string) (bool, ctrl.Result
 func (s *Service) followDelete(ctx context.Context, id string, requestedAt time.Time) (bool, ctrl.Result, error) {
 	pm := s.scope.PacketMachine
 	s.markDeleting(id)
-	dev, err := s.scope.Packet.GetDevice(ctx, id)
+	// The project's list, shared by every machine being deleted, answers instead of a read by ID
+	// when it is conclusive. Status times are kept to the second: the list must be later than
+	// the whole second the delete was asked in.
+	dev, err := s.scope.Packet.DeletionStatus(ctx, s.scope.ProjectID(), id, requestedAt.Truncate(time.Second).Add(time.Second))
 	if packet.IsNotFound(err) {
 		s.gone(id)
 		return true, ctrl.Result{}, nil

@@ -4,8 +4,11 @@ import (
 	"context"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/packethost/packngo"
 )
@@ -61,7 +64,35 @@ func (c *client) ListPlans(ctx context.Context, projectID string) ([]Plan, error
 	return plans, nil
 }
 
+// facilitiesTTL is how long the facility list is kept. Packet opens or retires a facility a few
+// times a year, and every metro cluster asks for the list when it computes its failure domains.
+const facilitiesTTL = time.Hour
+
+// facilityCache is the last facility list a client read, shared by the clusters using it.
+type facilityCache struct {
+	mu         sync.Mutex
+	facilities []Facility
+	readAt     time.Time
+}
+
 func (c *client) ListFacilities(ctx context.Context) ([]Facility, error) {
+	c.facilities.mu.Lock()
+	cached, readAt := c.facilities.facilities, c.facilities.readAt
+	c.facilities.mu.Unlock()
+	if cached != nil && c.now().Sub(readAt) < facilitiesTTL {
+		return slices.Clone(cached), nil
+	}
+	out, err := c.readFacilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.facilities.mu.Lock()
+	c.facilities.facilities, c.facilities.readAt = out, c.now()
+	c.facilities.mu.Unlock()
+	return slices.Clone(out), nil
+}
+
+func (c *client) readFacilities(ctx context.Context) ([]Facility, error) {
 	var facilities []packngo.Facility
 	err := c.do(ctx, "GET /facilities", func(api *packngo.Client) (resp *packngo.Response, err error) {
 		facilities, resp, err = api.Facilities.List(&packngo.ListOptions{Includes: []string{"metro"}})

@@ -79,7 +79,7 @@ type Client interface {
 
 	// ListPlans returns the plans the project can use.
 	ListPlans(ctx context.Context, projectID string) ([]Plan, error)
-	// ListFacilities returns every facility.
+	// ListFacilities returns every facility, as read at most an hour ago.
 	ListFacilities(ctx context.Context) ([]Facility, error)
 
 	// ListProjectSSHKeys returns the project's SSH keys.
@@ -235,6 +235,8 @@ type client struct {
 	snapshots *deviceSnapshots
 	// lbaas speaks the load-balancer API.
 	lbaas *lbaasClient
+	// facilities answers ListFacilities.
+	facilities facilityCache
 
 	mu sync.Mutex
 	// blockedUntil is when Packet's last 429 stops applying. Until then calls fail fast

@@ -390,3 +390,35 @@ func TestSpotDevicesCarryTheirBidAndTerminationTime(t *testing.T) {
 	_, err = c.CreateDevice(ctx, req)
 	expectKind(t, err, packet.KindInvalid, "below the current spot market price")
 }
+
+// The facility list is read once an hour, however many clusters compute their failure domains.
+func TestFacilitiesAreReadOnceAnHour(t *testing.T) {
+	ctx := context.Background()
+	sim, _ := newSim(t, packetsim.Options{})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c, err := packet.New(packet.Options{APIURL: packet.NormalizeAPIURL(apiURL(t, sim)), APIKey: packetsim.DefaultToken,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.ListFacilities(ctx)
+	if err != nil || len(first) == 0 {
+		t.Fatalf("facilities = %v, %v", first, err)
+	}
+	first[0].Code = "changed by the caller"
+	now = now.Add(59 * time.Minute)
+	again, err := c.ListFacilities(ctx)
+	if err != nil || again[0].Code == first[0].Code {
+		t.Fatalf("facilities within the hour = %v, %v; want the list as read, not the caller's copy", again, err)
+	}
+	if n := sim.Counters()["GET /facilities"]; n != 1 {
+		t.Fatalf("GET /facilities within the hour: %d, want 1", n)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := c.ListFacilities(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := sim.Counters()["GET /facilities"]; n != 2 {
+		t.Fatalf("GET /facilities after the hour: %d, want 2", n)
+	}
+}

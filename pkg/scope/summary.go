@@ -1,6 +1,8 @@
 package scope
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -12,7 +14,14 @@ import (
 // where a message on a True condition reads as something to look at (Cluster API's e2e
 // framework requires it empty). The step conditions keep their details ("Device … is active");
 // Ready only says what is wrong.
+//
+// An object without any step condition is left as it is: a reconcile that looked at nothing (a
+// copy from the informer cache older than this process's own writes, waited out) has nothing to
+// summarise, and Cluster API's summary refuses an empty list with an error.
 func setReadySummary(obj conditions.Setter, stepConditions []string) error {
+	if !slices.ContainsFunc(stepConditions, func(t string) bool { return conditions.Has(obj, t) }) {
+		return nil
+	}
 	return conditions.SetSummaryCondition(obj, obj, clusterv1.ReadyCondition,
 		conditions.ForConditionTypes(stepConditions),
 		conditions.IgnoreTypesIfMissing(stepConditions),

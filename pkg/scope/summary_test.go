@@ -36,3 +36,16 @@ func TestReadyOfAHealthyMachineHasNoMessageAndOfASickOneSaysWhy(t *testing.T) {
 		t.Fatalf("a sick machine's Ready should say why: %+v", ready)
 	}
 }
+
+// A reconcile that waited out a stale copy sets no step condition; closing it must not fail
+// (which would skip the write and retry at once instead of at the requeue asked for).
+func TestReadyOfAMachineWithoutStepConditionsIsLeftAlone(t *testing.T) {
+	pm := &infrav1.PacketMachine{}
+	conditions.Set(pm, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotPausedReason})
+	if err := setReadySummary(pm, MachineConditions); err != nil {
+		t.Fatalf("summary of a machine with no step condition: %v", err)
+	}
+	if conditions.Has(pm, clusterv1.ReadyCondition) {
+		t.Fatalf("Ready was set from nothing: %+v", conditions.Get(pm, clusterv1.ReadyCondition))
+	}
+}

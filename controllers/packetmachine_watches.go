@@ -78,20 +78,22 @@ func (r *PacketMachineReconciler) packetMachinesOf(machines []clusterv1.Machine)
 	return requests
 }
 
-// ownAnnotations are the PacketMachine annotations the controller writes itself. The project
-// and credentials are recorded with the create-started time: passing that write would reconcile
-// the machine again at once, and read its brand-new device by ID.
+// ownAnnotations are the PacketMachine annotations the controller writes itself. The identity,
+// project and credentials are recorded with the create-started time: passing that write would
+// reconcile the machine again at once, for nothing. The identity is never changed once set (the
+// webhook refuses it), so no one else's change is missed.
 var ownAnnotations = []string{
 	device.CreateStartedAnnotation, device.CreateRetryAnnotation, device.DeleteRequestedAnnotation,
-	device.ProjectAnnotation, device.CredentialsAnnotation,
+	device.ProjectAnnotation, device.CredentialsAnnotation, infrav1.MachineIdentityAnnotation,
 }
 
 // changedByOthers passes PacketMachine updates that someone else made: spec (other than the
 // providerID the controller records), labels, annotations (other than its own bookkeeping),
 // owner references, finalizers (other than its own) and deletion. Status writes, the
-// controller's own, do not pass.
+// controller's own, do not pass, and neither does the PacketMachine's removal: its finalizer
+// held it until its device was gone, so a reconcile would only find it missing.
 func changedByOthers() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return predicate.Funcs{DeleteFunc: nothingLeftToDo, UpdateFunc: func(e event.UpdateEvent) bool {
 		oldPM, okOld := e.ObjectOld.(*infrav1.PacketMachine)
 		newPM, okNew := e.ObjectNew.(*infrav1.PacketMachine)
 		if !okOld || !okNew {
@@ -105,6 +107,10 @@ func changedByOthers() predicate.Funcs {
 	}}
 }
 
+// nothingLeftToDo drops the removal of an object: what it meant for a PacketMachine was acted
+// on when its deletion began.
+func nothingLeftToDo(event.DeleteEvent) bool { return false }
+
 // othersFinalizers are the finalizers other than the controller's own.
 func othersFinalizers(finalizers []string) []string {
 	return slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == infrav1.PacketMachineFinalizer })
@@ -112,9 +118,10 @@ func othersFinalizers(finalizers []string) []string {
 
 // machineSpecChanged passes Machine updates that matter to the PacketMachine: its spec (the
 // bootstrap data secret, failure domain, version — not the providerID copied from the
-// PacketMachine), labels, annotations, owners and deletion. Machine status churn does not pass.
+// PacketMachine), labels, annotations, owners and deletion. Machine status churn does not pass,
+// nor the Machine's removal: Cluster API removes a Machine after its PacketMachine.
 func machineSpecChanged() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return predicate.Funcs{DeleteFunc: nothingLeftToDo, UpdateFunc: func(e event.UpdateEvent) bool {
 		oldM, okOld := e.ObjectOld.(*clusterv1.Machine)
 		newM, okNew := e.ObjectNew.(*clusterv1.Machine)
 		if !okOld || !okNew {

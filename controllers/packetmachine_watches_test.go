@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -27,9 +28,10 @@ func TestChangedByOthersIgnoresTheControllersOwnWrites(t *testing.T) {
 		{"own finalizer and create annotations added", func(pm *infrav1.PacketMachine) {
 			pm.Finalizers = []string{infrav1.PacketMachineFinalizer}
 			pm.Annotations = map[string]string{
-				device.CreateStartedAnnotation: "2026-12-03T00:00:00Z",
-				device.ProjectAnnotation:       "p-1",
-				device.CredentialsAnnotation:   "team-a-packet",
+				device.CreateStartedAnnotation:    "2026-12-03T00:00:00Z",
+				device.ProjectAnnotation:          "p-1",
+				device.CredentialsAnnotation:      "team-a-packet",
+				infrav1.MachineIdentityAnnotation: "3377dbfd-33c6-4926-b02f-96dcfb8a4fcb",
 			}
 		}, false},
 		{"create retry time recorded", func(pm *infrav1.PacketMachine) {
@@ -51,5 +53,21 @@ func TestChangedByOthersIgnoresTheControllersOwnWrites(t *testing.T) {
 				t.Errorf("changedByOthers = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// Removals start no reconcile: a PacketMachine goes once its device is gone (its finalizer), and
+// Cluster API removes a Machine after its PacketMachine.
+func TestRemovalsStartNoReconcile(t *testing.T) {
+	pm := &infrav1.PacketMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns"}}
+	if changedByOthers().Delete(event.DeleteEvent{Object: pm}) {
+		t.Error("a removed PacketMachine was reconciled")
+	}
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns"}}
+	if machineSpecChanged().Delete(event.DeleteEvent{Object: m}) {
+		t.Error("a removed Machine reconciled its PacketMachine")
+	}
+	if !changedByOthers().Create(event.CreateEvent{Object: pm}) || !machineSpecChanged().Create(event.CreateEvent{Object: m}) {
+		t.Error("creations must still pass")
 	}
 }

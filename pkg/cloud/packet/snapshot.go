@@ -2,6 +2,7 @@ package packet
 
 import (
 	"context"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -254,25 +255,24 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	devices := map[string]Device{}
 	page := 1
 	for ; ; page++ {
-		opts := &packngo.ListOptions{Page: page, PerPage: c.snapshots.pageSize, Includes: []string{"hardware_reservation", "metro"}}
-		var list []packngo.Device
-		err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
-			list, resp, err = api.Devices.List(projectID, opts)
-			return resp, err
+		// What packngo's Devices.List asks (it adds facility), decoded into listedDevice.
+		opts := &packngo.ListOptions{Page: page, PerPage: c.snapshots.pageSize, Includes: []string{"facility", "hardware_reservation", "metro"}}
+		var list devicesPage
+		err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (*packngo.Response, error) {
+			return api.DoRequest("GET", opts.WithQuery(path.Join("/projects", projectID, "devices")), nil, &list)
 		})
 		if err != nil {
 			return listing{}, err
 		}
-		for i := range list {
-			devices[list[i].ID] = *toDevice(&list[i])
+		for i := range list.Devices {
+			devices[list.Devices[i].ID] = list.Devices[i].device()
 		}
 		if len(devices) > maxSnapshotDevices {
 			devices = nil
 			break
 		}
-		// packngo fills the Meta of a copy of opts, so the page count is not known here: a
-		// short page is the last one.
-		if len(list) < c.snapshots.pageSize {
+		// A short page is the last one.
+		if len(list.Devices) < c.snapshots.pageSize {
 			break
 		}
 	}

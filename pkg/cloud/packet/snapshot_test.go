@@ -341,3 +341,46 @@ func TestDeletionStatusReadsByIDWhenTheListIsNotConclusive(t *testing.T) {
 		})
 	}
 }
+
+// The snapshot decodes only the fields a Device has, from Packet's own JSON: every one of them
+// must come out as a read by ID shows it, for a device on a hardware reservation and a spot
+// device as much as for a plain one.
+func TestSnapshotDevicesMatchReadsByIDFieldForField(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSimPaged(t, time.Hour, 10)
+	reserved, spot, plain := device("hw", "cluster:a"), device("spot", "cluster:a"), device("plain", "cluster:a", "role:worker")
+	reserved.HardwareReservationID = "next-available"
+	spot.SpotInstance, spot.SpotPriceMax = true, 5
+	var ids []string
+	for _, req := range []packet.CreateDeviceRequest{reserved, spot, plain} {
+		d, err := c.CreateDevice(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	sim.Advance(time.Hour)
+	for _, id := range ids {
+		want, err := c.GetDevice(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.DeviceStatus(ctx, project, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("from the list: %+v\nby ID:         %+v", got, want)
+		}
+		if got.ProjectID != project || got.Facility == "" || got.Metro == "" || len(got.Addresses) == 0 ||
+			got.LastEvent == "" || got.CreatedAt.IsZero() || len(got.Tags) == 0 {
+			t.Fatalf("fields missing from %+v", got)
+		}
+	}
+	if got, _ := c.DeviceStatus(ctx, project, ids[0]); got.HardwareReservationID == "" {
+		t.Fatalf("the reserved device lost its reservation: %+v", got)
+	}
+	if got, _ := c.DeviceStatus(ctx, project, ids[1]); !got.SpotInstance {
+		t.Fatalf("the spot device is not spot: %+v", got)
+	}
+}

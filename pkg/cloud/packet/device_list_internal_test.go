@@ -1,0 +1,81 @@
+package packet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/packethost/packngo"
+
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
+)
+
+// BenchmarkDecodeDeviceList decodes one page of a thousand active devices as the simulator
+// answers it, into packngo's Device (what the snapshot decoded before) and into listedDevice.
+// `go test ./pkg/cloud/packet -run x -bench DecodeDeviceList -benchmem`; figures in
+// docs/performance.md.
+func BenchmarkDecodeDeviceList(b *testing.B) {
+	page := thousandDevicesPage(b)
+	b.Run("packngo.Device", func(b *testing.B) {
+		for range b.N {
+			var root struct {
+				Devices []packngo.Device `json:"devices"`
+			}
+			if err := json.Unmarshal(page, &root); err != nil || len(root.Devices) != 1000 {
+				b.Fatal(err, len(root.Devices))
+			}
+		}
+	})
+	b.Run("listedDevice", func(b *testing.B) {
+		for range b.N {
+			var root devicesPage
+			if err := json.Unmarshal(page, &root); err != nil || len(root.Devices) != 1000 {
+				b.Fatal(err, len(root.Devices))
+			}
+		}
+	})
+}
+
+func thousandDevicesPage(b *testing.B) []byte {
+	b.Helper()
+	seed := packetsim.DefaultSeed()
+	for i := range seed.Plans {
+		for metro := range seed.Plans[i].Capacity {
+			seed.Plans[i].Capacity[metro] = 10000
+		}
+	}
+	sim, err := packetsim.New(packetsim.Options{Seed: seed, Clock: packetsim.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	b.Cleanup(func() { srv.Close(); _ = sim.Close() })
+	c, err := New(Options{APIURL: srv.URL + "/metal/v1", APIKey: packetsim.DefaultToken, QPS: 1e6, Burst: 1e6})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		if _, err := c.CreateDevice(context.Background(), CreateDeviceRequest{ProjectID: packetsim.DefaultProjectID, Hostname: fmt.Sprintf("d%d", i),
+			Plan: "c3.small.x86", OS: "ubuntu_24_04", Metro: "sv", BillingCycle: "hourly", Tags: []string{"cluster:a"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sim.Advance(time.Hour)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metal/v1/projects/"+packetsim.DefaultProjectID+"/devices?include=facility,hardware_reservation,metro&per_page=1000", nil)
+	req.Header.Set("X-Auth-Token", packetsim.DefaultToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return page
+}

@@ -117,8 +117,11 @@ func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, c
 	// In the status, which this reconcile writes anyway: an annotation would cost a second write.
 	pm.Status.DeviceDeletionRequestedAt = &metav1.Time{Time: s.opts.Now()}
 	s.removeAnnotation(DeleteRequestedAnnotation)
-	// Deprovisioning takes tens of seconds at least; the first look waits for that.
-	return false, ctrl.Result{RequeueAfter: min(3*s.opts.PollMin, s.opts.PollMax)}, nil
+	// The first look comes after the shortest poll, then the interval doubles (deletionPoll). A
+	// look is usually a share of the list every machine being deleted reads, and each second the
+	// PacketMachine outlives its device holds up whoever waits for it: a KubeadmControlPlane
+	// rollout step, a Cluster's deletion.
+	return false, ctrl.Result{RequeueAfter: s.opts.PollMin}, nil
 }
 
 // lookBeforeDelete returns the recorded device and the other devices tagged for this machine

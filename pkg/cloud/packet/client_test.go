@@ -202,6 +202,31 @@ func TestRateLimitWaitsForTheServerAndSpendsNoRequestsMeanwhile(t *testing.T) {
 	}
 }
 
+// A pause of a second, what Packet usually asks, is waited out by the other callers: only the
+// call that got the 429 reports it, and nothing is sent before the pause ends.
+func TestAShortRateLimitPauseIsWaitedOut(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSim(t, packetsim.Options{})
+	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultRateLimit, Route: "GET /projects/{id}/ips", RetryAfter: 1, Count: 1})
+	_, err := c.FindIPReservationsByTags(ctx, project, "x")
+	expectKind(t, err, packet.KindRateLimited, "")
+	blockedAt := time.Now()
+	if _, err := c.GetDevice(ctx, "00000000-0000-4000-8000-00000000dead"); !packet.IsNotFound(err) {
+		t.Fatalf("a call during a one-second pause: %v, want Packet's answer after the pause", err)
+	}
+	if waited := time.Since(blockedAt); waited < 900*time.Millisecond {
+		t.Fatalf("the call went out %s into a one-second pause", waited)
+	}
+
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultRateLimit, Route: "GET /projects/{id}/ips", RetryAfter: 1, Count: 1})
+	_, _ = c.FindIPReservationsByTags(ctx, project, "x")
+	if _, err := c.GetDevice(canceled, "00000000-0000-4000-8000-00000000dead"); packet.KindOf(err) != packet.KindRateLimited {
+		t.Fatalf("a call whose context ends during the pause: %v, want rate limited", err)
+	}
+}
+
 func TestElasticIPLifecycle(t *testing.T) {
 	ctx := context.Background()
 	sim, c := newSim(t, packetsim.Options{})

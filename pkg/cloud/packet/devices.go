@@ -2,8 +2,6 @@ package packet
 
 import (
 	"context"
-	"path"
-	"time"
 
 	"github.com/packethost/packngo"
 )
@@ -92,52 +90,3 @@ func (c *client) DeleteDevice(ctx context.Context, id string) error {
 	return err
 }
 
-func toDevice(d *packngo.Device) *Device {
-	out := &Device{
-		ID:                     d.ID,
-		Hostname:               d.Hostname,
-		State:                  d.State,
-		Tags:                   d.Tags,
-		ProvisioningPercentage: d.ProvisionPer,
-		SpotInstance:           d.SpotInstance,
-	}
-	if d.TerminationTime != nil {
-		out.TerminationTime = d.TerminationTime.Time
-	}
-	if p := d.Project; p != nil {
-		out.ProjectID = p.ID
-		if out.ProjectID == "" && p.URL != "" {
-			out.ProjectID = path.Base(p.URL) // not expanded: {"href": "/metal/v1/projects/<id>"}
-		}
-	}
-	if d.Facility != nil {
-		out.Facility = d.Facility.Code
-		if d.Facility.Metro != nil {
-			out.Metro = d.Facility.Metro.Code
-		}
-	}
-	if d.Metro != nil && d.Metro.Code != "" {
-		out.Metro = d.Metro.Code
-	}
-	if hr := d.HardwareReservation; hr != nil {
-		out.HardwareReservationID = hr.ID
-		if out.HardwareReservationID == "" && hr.Href != "" {
-			out.HardwareReservationID = path.Base(hr.Href)
-		}
-	}
-	if n := len(d.ProvisionEvents); n > 0 && d.ProvisionEvents[n-1] != nil {
-		out.LastEvent = d.ProvisionEvents[n-1].Body
-	}
-	for _, ip := range d.Network {
-		if ip == nil {
-			continue
-		}
-		out.Addresses = append(out.Addresses, DeviceAddress{
-			Address: ip.Address, AddressFamily: ip.AddressFamily, Public: ip.Public, Management: ip.Management,
-		})
-	}
-	if t, err := time.Parse(time.RFC3339, d.Created); err == nil {
-		out.CreatedAt = t
-	}
-	return out
-}

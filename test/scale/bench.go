@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 // benchResult is one row of the scale table.
@@ -87,22 +88,28 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 			res.writes[key] = d
 		}
 	}
-	res.callsByRoute = h.sim.Counters()
-	for _, r := range h.sim.Requests() {
+	res.countCalls(h.sim, firstDevice, trace.start)
+	h.stopManager(syscall.SIGTERM)
+	res.peakRSS, res.cpu = h.peakRSS, h.cpu
+	return res, nil
+}
+
+// countCalls reads the simulator's request log: calls, 429s, when the project's devices were
+// listed, and the calls that named the first machine's device, with their time since start.
+func (res *benchResult) countCalls(sim *packetsim.Server, firstDevice string, start time.Time) {
+	res.callsByRoute = sim.Counters()
+	for _, r := range sim.Requests() {
 		res.calls++
 		if r.Status == http.StatusTooManyRequests {
 			res.rateLimited++
 		}
 		if r.Route == "GET /projects/{id}/devices" {
-			res.deviceLists = append(res.deviceLists, fmt.Sprintf("%.1fs", r.Time.Sub(trace.start).Seconds()))
+			res.deviceLists = append(res.deviceLists, fmt.Sprintf("%.1fs", r.Time.Sub(start).Seconds()))
 		}
 		if strings.Contains(r.Path, firstDevice) {
-			res.firstDeviceCalls = append(res.firstDeviceCalls, fmt.Sprintf("%6.1fs  %s %d", r.Time.Sub(trace.start).Seconds(), r.Route, r.Status))
+			res.firstDeviceCalls = append(res.firstDeviceCalls, fmt.Sprintf("%6.1fs  %s %d", r.Time.Sub(start).Seconds(), r.Route, r.Status))
 		}
 	}
-	h.stopManager(syscall.SIGTERM)
-	res.peakRSS, res.cpu = h.peakRSS, h.cpu
-	return res, nil
 }
 
 // waitProvisioned waits until every machine of w is provisioned and returns, for each, how long

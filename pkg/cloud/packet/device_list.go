@@ -123,9 +123,7 @@ func (d *listedDevice) device() Device {
 		out.LastEvent = d.ProvisionEvents[n-1].Body
 	}
 	for _, ip := range d.Network {
-		out.Addresses = append(out.Addresses, DeviceAddress{
-			Address: ip.Address, AddressFamily: ip.AddressFamily, Public: ip.Public, Management: ip.Management,
-		})
+		out.Addresses = append(out.Addresses, DeviceAddress(ip))
 	}
 	if t, err := time.Parse(time.RFC3339, d.Created); err == nil {
 		out.CreatedAt = t

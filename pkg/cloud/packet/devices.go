@@ -89,4 +89,3 @@ func (c *client) DeleteDevice(ctx context.Context, id string) error {
 	}
 	return err
 }
-

@@ -20,7 +20,8 @@ import (
 // snapshot is looked up by ID, and decisions that destroy something never rely on a snapshot.
 // "Gone" is Packet's 404, with one exception: a device whose deletion Packet accepted before a
 // list that came in one page and does not show it (DeletionStatus). Lagging can only keep such
-// a device in the list, and a single page is one answer, not offsets that shift while paging. The devices this client created since the list are part of the
+// a device in the list, and a single page is one answer, not offsets that shift while paging.
+// The devices this client created since the list are part of the
 // snapshot too, as Packet's answer to the create showed them: the machine that created one is
 // often reconciled again at once, and would otherwise read its brand-new device by ID.
 //

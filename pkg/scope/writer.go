@@ -3,11 +3,11 @@ package scope
 import (
 	"bytes"
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -63,12 +63,20 @@ func (w *machineWriter) writeObject(ctx context.Context, pm *infrav1.PacketMachi
 	return nil
 }
 
-// writeStatus patches pm's status, conditions included, if it changed.
+// writeStatus patches pm's status, conditions included, if it changed. The patch carries the
+// resourceVersion this reconcile started from: a merge patch replaces the whole list of
+// conditions, so a reconcile that started from a cached copy older than the status this process
+// last wrote would put back the older conditions (a create's lost answer, say). The API server
+// refuses such a patch with a conflict, and the reconcile is retried from a newer copy.
 func (w *machineWriter) writeStatus(ctx context.Context, pm *infrav1.PacketMachine) error {
 	base := pm.DeepCopy()
 	base.Status = *w.before.Status.DeepCopy()
-	data, err := client.MergeFrom(base).Data(pm)
-	if err != nil || bytes.Equal(data, []byte("{}")) {
+	changed, err := client.MergeFrom(base).Data(pm)
+	if err != nil || bytes.Equal(changed, []byte("{}")) {
+		return err
+	}
+	data, err := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}).Data(pm)
+	if err != nil {
 		return err
 	}
 	if err := w.client.Status().Patch(ctx, pm, client.RawPatch(types.MergePatchType, data)); err != nil {
@@ -88,5 +96,5 @@ func (w *machineWriter) write(ctx context.Context, pm *infrav1.PacketMachine) er
 		}
 		return objectErr
 	}
-	return kerrors.NewAggregate([]error{objectErr, w.writeStatus(ctx, pm)})
+	return errors.Join(objectErr, w.writeStatus(ctx, pm)) // keeps a conflict recognisable
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -15,14 +16,14 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
 )
 
-// Generations are the API server's: a fake client does not keep them.
-func TestConditionsFollowTheGenerationOfTheScopesOwnSpecWrite(t *testing.T) {
-	ctx := context.Background()
+// startWithMachine starts an API server, stopped when the test ends, holding one PacketMachine.
+func startWithMachine(ctx context.Context, t *testing.T) (*helpers.TestEnvironment, *infrav1.PacketMachine) {
+	t.Helper()
 	env, err := helpers.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
+	t.Cleanup(func() { _ = env.Stop() })
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "writer-"}}
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -32,6 +33,13 @@ func TestConditionsFollowTheGenerationOfTheScopesOwnSpecWrite(t *testing.T) {
 	if err := env.Client.Create(ctx, pm); err != nil {
 		t.Fatal(err)
 	}
+	return env, pm
+}
+
+// Generations are the API server's: a fake client does not keep them.
+func TestConditionsFollowTheGenerationOfTheScopesOwnSpecWrite(t *testing.T) {
+	ctx := context.Background()
+	env, pm := startWithMachine(ctx, t)
 	ms, err := scope.NewMachineScope(scope.MachineScopeParams{Client: env.Client, PacketMachine: pm,
 		Cluster: &clusterv1.Cluster{}, Machine: &clusterv1.Machine{}, PacketCluster: &infrav1.PacketCluster{}})
 	if err != nil {
@@ -69,5 +77,42 @@ func TestConditionsFollowTheGenerationOfTheScopesOwnSpecWrite(t *testing.T) {
 	}
 	if live.Spec.ProviderID == "" || live.Annotations["example.com/note"] == "" || !conditions.Has(live, infrav1.DeviceReadyCondition) {
 		t.Errorf("what the scope wrote did not reach the API server: %+v", live)
+	}
+}
+
+// A reconcile that started from a cached copy older than the status this process last wrote
+// must not put the older conditions back: a merge patch replaces the whole list.
+func TestAStatusWriteFromAnOlderCopyIsRefusedAndLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	env, pm := startWithMachine(ctx, t)
+	stale := pm.DeepCopy()
+	scopeOf := func(pm *infrav1.PacketMachine) *scope.MachineScope {
+		ms, err := scope.NewMachineScope(scope.MachineScopeParams{Client: env.Client, PacketMachine: pm,
+			Cluster: &clusterv1.Cluster{}, Machine: &clusterv1.Machine{}, PacketCluster: &infrav1.PacketCluster{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+
+	first := scopeOf(pm)
+	conditions.Set(pm, metav1.Condition{Type: infrav1.DeviceReadyCondition, Status: metav1.ConditionFalse,
+		Reason: infrav1.PacketAPIErrorReason, Message: "Packet answered the create with HTTP 500"})
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	second := scopeOf(stale)
+	conditions.Set(stale, metav1.Condition{Type: infrav1.PacketAPIAvailableCondition, Status: metav1.ConditionTrue, Reason: "Available"})
+	if err := second.Close(ctx); !apierrors.IsConflict(err) {
+		t.Errorf("a status write from the older copy returned %v, want a conflict", err)
+	}
+
+	live := &infrav1.PacketMachine{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pm), live); err != nil {
+		t.Fatal(err)
+	}
+	if c := conditions.Get(live, infrav1.DeviceReadyCondition); c == nil || c.Reason != infrav1.PacketAPIErrorReason {
+		t.Errorf("DeviceReady after the older copy's write: %+v, want the newer PacketAPIError kept", c)
 	}
 }

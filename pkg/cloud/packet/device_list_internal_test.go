@@ -66,7 +66,7 @@ func thousandDevicesPage(b *testing.B) []byte {
 		}
 	}
 	sim.Advance(time.Hour)
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metal/v1/projects/"+packetsim.DefaultProjectID+"/devices?include=facility,hardware_reservation,metro&per_page=1000", nil)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metal/v1"+snapshotListOptions(1, 1000).WithQuery("/projects/"+packetsim.DefaultProjectID+"/devices"), nil)
 	req.Header.Set("X-Auth-Token", packetsim.DefaultToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -249,6 +249,15 @@ func (c *client) RecentDevicesByTags(ctx context.Context, projectID string, tags
 	return found, nil
 }
 
+// snapshotListOptions asks for a page of devices as packngo's Devices.List does (it adds
+// facility), but with the plan, operating system and network ports as references only: the
+// provider reads none of them from a list, and they are over a quarter of its bytes (of a
+// thousand devices the simulator sends, 1.9 of 6.9 MB), each decoded at every refresh.
+func snapshotListOptions(page, perPage int) *packngo.ListOptions {
+	return &packngo.ListOptions{Page: page, PerPage: perPage, Includes: []string{"facility", "hardware_reservation", "metro"},
+		Excludes: []string{"plan", "operating_system", "network_ports"}}
+}
+
 // refreshSnapshot lists the project's devices page by page and stores them. A project with more
 // than maxSnapshotDevices devices gets no snapshot until its next refresh.
 func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *projectSnapshot) (listing, error) {
@@ -256,8 +265,7 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	devices := map[string]Device{}
 	page := 1
 	for ; ; page++ {
-		// What packngo's Devices.List asks (it adds facility), decoded into listedDevice.
-		opts := &packngo.ListOptions{Page: page, PerPage: c.snapshots.pageSize, Includes: []string{"facility", "hardware_reservation", "metro"}}
+		opts := snapshotListOptions(page, c.snapshots.pageSize)
 		var list devicesPage
 		err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (*packngo.Response, error) {
 			return api.DoRequest("GET", opts.WithQuery(path.Join("/projects", projectID, "devices")), nil, &list)

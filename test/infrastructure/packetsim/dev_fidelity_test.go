@@ -44,6 +44,28 @@ var _ = Describe("device fidelity", func() {
 		Expect(got.User).To(Equal("root"))
 	})
 
+	It("collapses the nested objects a list excludes to references, and keeps the others whole", func() {
+		d := e.createDevice()
+		provisioning(d.ID)
+		opts := &packngo.ListOptions{Includes: []string{"facility"}, Excludes: []string{"plan", "operating_system", "network_ports"}}
+		listed, _, err := e.client.Devices.List(packetsim.DefaultProjectID, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(listed).To(HaveLen(1))
+		got := listed[0]
+		Expect(got.Plan.Href).To(HavePrefix("/metal/v1/plans/"))
+		Expect(got.Plan.Slug).To(BeEmpty(), "only an href")
+		Expect(got.OS).NotTo(BeNil())
+		Expect(got.OS.Slug).To(BeEmpty(), "only an href (packngo keeps none for an OS)")
+		Expect(got.NetworkPorts).NotTo(BeEmpty())
+		for _, p := range got.NetworkPorts {
+			Expect(p.Href).To(HaveField("Href", HavePrefix("/metal/v1/ports/")))
+			Expect(p.Name).To(BeEmpty(), "only an href")
+		}
+		Expect(got.Facility.Code).To(Equal(d.Facility.Code), "not excluded")
+		Expect(got.Network).NotTo(BeEmpty(), "not excluded")
+		Expect(got.Network[0].Address).NotTo(BeEmpty())
+	})
+
 	It("gives a device created with only a private IPv4 no public address", func() {
 		d := e.createDevice(func(r *packngo.DeviceCreateRequest) {
 			r.IPAddresses = []packngo.IPAddressCreateRequest{{AddressFamily: 4, Public: false}}

@@ -41,7 +41,7 @@ type deviceJSON struct {
 	SpotInstance           bool            `json:"spot_instance"`
 	SpotPriceMax           float64         `json:"spot_price_max,omitempty"`
 	TerminationTime        *string         `json:"termination_time"`
-	NetworkPorts           []portJSON      `json:"network_ports"`
+	NetworkPorts           any             `json:"network_ports"`
 	NetworkType            string          `json:"network_type,omitempty"`
 	CustomData             map[string]any  `json:"customdata"`
 	SSHKeys                []any           `json:"ssh_keys"`
@@ -84,14 +84,16 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 			out.IPAddresses = append(out.IPAddresses, s.renderAssignment(a))
 		}
 	}
+	var ports []portJSON
 	for _, p := range d.Ports {
-		out.NetworkPorts = append(out.NetworkPorts, s.renderPort(d, &p))
+		ports = append(ports, s.renderPort(d, &p))
 		// The device's network type is its bond's, which alone tells hybrid-bonded (layer 3
 		// with VLANs on bond0) from layer3: packngo's GetNetworkType cannot.
 		if p.Type == "NetworkBondPort" && out.NetworkType == "" {
 			out.NetworkType = p.NetworkType
 		}
 	}
+	out.NetworkPorts = ports
 	out.SSHKeys = make([]any, 0, len(d.SSHKeyIDs))
 	for _, kid := range d.SSHKeyIDs {
 		if k := s.st.SSHKeys[kid]; k != nil && inc.has("ssh_keys") {
@@ -101,7 +103,30 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 		}
 	}
 	renderProvisioning(&out, d, now)
+	s.collapseExcluded(&out, d, inc)
 	return out
+}
+
+// collapseExcluded turns the nested objects a request excluded into references, as Packet does
+// for exclude=: {"href": ...} in place of each object.
+func (s *Server) collapseExcluded(out *deviceJSON, d *Device, inc includes) {
+	ref := func(path string) json.RawMessage { return mustJSON(href{Href: apiPrefix + path}) }
+	if inc.excludes("plan") {
+		out.Plan = ref("/plans/" + s.catalog.plan(d.Plan).ID)
+	}
+	if inc.excludes("operating_system") {
+		out.OS = ref("/operating-systems/" + d.OS)
+	}
+	if inc.excludes("facility") {
+		out.Facility = ref("/facilities/" + s.catalog.facility(d.Facility).ID)
+	}
+	if inc.excludes("network_ports") {
+		refs := make([]href, 0, len(d.Ports))
+		for _, p := range d.Ports {
+			refs = append(refs, href{Href: apiPrefix + "/ports/" + p.ID})
+		}
+		out.NetworkPorts = refs
+	}
 }
 
 // renderDeviceReferences fills the device's project, creator and hardware reservation: whole

@@ -138,6 +138,8 @@ func pathID(r *http.Request, name string) (string, error) {
 
 // includes is the parsed include= list; only the first path segment of
 // "a.b" counts for the simulator.
+// includes are the nested objects a request asked for in full (include=) and, marked with a
+// leading "!", those it asked to be collapsed to references (exclude=).
 type includes map[string]bool
 
 func (s *Server) parseIncludes(q url.Values) includes {
@@ -145,19 +147,24 @@ func (s *Server) parseIncludes(q url.Values) includes {
 	if s.opts.Knobs.ExpandAll {
 		inc["*"] = true
 	}
-	for _, v := range q["include"] {
-		for _, part := range strings.Split(v, ",") {
-			part = strings.TrimSpace(part)
-			if i := strings.IndexByte(part, '.'); i >= 0 {
-				part = part[:i]
-			}
-			if part != "" {
-				inc[part] = true
+	for param, mark := range map[string]string{"include": "", "exclude": "!"} {
+		for _, v := range q[param] {
+			for _, part := range strings.Split(v, ",") {
+				part = strings.TrimSpace(part)
+				if i := strings.IndexByte(part, '.'); i >= 0 {
+					part = part[:i]
+				}
+				if part != "" {
+					inc[mark+part] = true
+				}
 			}
 		}
 	}
 	return inc
 }
+
+// excludes reports whether the request asked for name as a reference only.
+func (inc includes) excludes(name string) bool { return inc["!"+name] }
 
 func (inc includes) has(name string) bool { return inc[name] || inc["*"] }
 

@@ -38,6 +38,9 @@ func newMachineWriter(c client.Client, pm *infrav1.PacketMachine) *machineWriter
 // (its new resourceVersion and generation, which conditions set from here on observe) and keeps
 // the status this reconcile has not written yet.
 func (w *machineWriter) writeObject(ctx context.Context, pm *infrav1.PacketMachine) error {
+	if equality.Semantic.DeepEqual(w.before.ObjectMeta, pm.ObjectMeta) && equality.Semantic.DeepEqual(w.before.Spec, pm.Spec) {
+		return nil // most reconciles: cheaper than computing an empty patch from two encodings
+	}
 	base := w.before.DeepCopy()
 	base.Status = *pm.Status.DeepCopy() // the status is written by writeStatus only
 	data, err := client.MergeFrom(base).Data(pm)
@@ -69,6 +72,9 @@ func (w *machineWriter) writeObject(ctx context.Context, pm *infrav1.PacketMachi
 // last wrote would put back the older conditions (a create's lost answer, say). The API server
 // refuses such a patch with a conflict, and the reconcile is retried from a newer copy.
 func (w *machineWriter) writeStatus(ctx context.Context, pm *infrav1.PacketMachine) error {
+	if equality.Semantic.DeepEqual(w.before.Status, pm.Status) {
+		return nil
+	}
 	base := pm.DeepCopy()
 	base.Status = *w.before.Status.DeepCopy()
 	changed, err := client.MergeFrom(base).Data(pm)

@@ -284,6 +284,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	})
 	if err := (&controllers.PacketClusterReconciler{
 		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
 		Packet:             factory,
 		DefaultAPIKey:      apiKey,
 		DefaultKeyProjects: opts.defaultKeyProjects,

@@ -50,6 +50,12 @@ import (
 // (an elastic IP, a load balancer, or the user's), BGP for kube-vip, and failure domains.
 type PacketClusterReconciler struct {
 	Client client.Client
+	// APIReader reads the PacketCluster a reconcile starts from at the API server, not the cache
+	// (nil: the cache). A reconcile started by the cluster's own write may find the cache a
+	// write behind (a reservation recorded in an annotation, not yet its endpoint) and ask
+	// Packet again what it already knows: elastic IPs, SSH keys. Clusters are few and reconciled
+	// rarely, so the read costs the API server little.
+	APIReader client.Reader
 	// Packet gives the Packet client for a set of credentials.
 	Packet scope.ClientProvider
 	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
@@ -110,7 +116,11 @@ func (r *PacketClusterReconciler) secretToPacketClusters(ctx context.Context, o 
 func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	log := ctrl.LoggerFrom(ctx)
 	pc := &infrav1.PacketCluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pc); err != nil {
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	if err := reader.Get(ctx, req.NamespacedName, pc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 

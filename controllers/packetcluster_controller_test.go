@@ -24,6 +24,7 @@ func init() {
 	suiteReconcilers = append(suiteReconcilers, func(c context.Context, mgr ctrl.Manager) error {
 		return (&PacketClusterReconciler{
 			Client:         mgr.GetClient(),
+			APIReader:      mgr.GetAPIReader(),
 			Packet:         factory,
 			DefaultAPIKey:  packetsim.DefaultToken,
 			PendingIPRetry: 200 * time.Millisecond,

@@ -46,9 +46,9 @@ func TestPollIntervalGrowsWithTimeAndAimsAtTheEstimatedEnd(t *testing.T) {
 		{"queued a while", 40 * time.Second, 0, 0, 80 * time.Second},
 		{"queued long", 10 * time.Minute, 0, 0, hi},
 		{"measured rate, far from the end", 2 * time.Minute, 20, 1.0 / 3, hi},
-		{"measured rate, near the end", 5 * time.Minute, 90, 1.0 / 3, 31 * time.Second},
+		{"measured rate, near the end", 5 * time.Minute, 90, 1.0 / 3, 30*time.Second + estimateMargin},
 		{"measured rate, almost done", 5 * time.Minute, 99, 1.0 / 3, lo},
-		{"single sample only shortens", 100 * time.Second, 50, 0, 101 * time.Second},
+		{"single sample only shortens", 100 * time.Second, 50, 0, 100*time.Second + estimateMargin},
 		{"packet says 100%", 6 * time.Minute, 100, 0, lo},
 	} {
 		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, lo, hi); got != tc.want {

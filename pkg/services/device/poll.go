@@ -12,8 +12,10 @@ import (
 // provisioning percentage the next look is aimed at the estimated end, so the machine is
 // reported provisioned soon after the device is active.
 
-// estimateMargin is added to an estimated end so the look lands just after it.
-const estimateMargin = time.Second
+// estimateMargin is added to an estimated end so the look lands just after it: as far after it
+// as the project's device list that answers the look may be old, so that list was taken after
+// the end.
+const estimateMargin = packet.DefaultSnapshotMaxAge
 
 // provisioningPoll is when to look again at a device that is being provisioned.
 func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {

@@ -116,11 +116,7 @@ func (r *PacketClusterReconciler) secretToPacketClusters(ctx context.Context, o 
 func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	log := ctrl.LoggerFrom(ctx)
 	pc := &infrav1.PacketCluster{}
-	reader := client.Reader(r.Client)
-	if r.APIReader != nil {
-		reader = r.APIReader
-	}
-	if err := reader.Get(ctx, req.NamespacedName, pc); err != nil {
+	if err := r.reader().Get(ctx, req.NamespacedName, pc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
@@ -265,6 +261,14 @@ func (r *PacketClusterReconciler) endpointService(s *scope.ClusterScope) *endpoi
 
 // machinesGoneRetry is how often a PacketCluster being deleted looks for its machines again.
 const machinesGoneRetry = 5 * time.Second
+
+// reader is where a reconcile reads its PacketCluster (see APIReader).
+func (r *PacketClusterReconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
 
 // removeFinalizer drops the finalizer of a PacketCluster that Cluster API never adopted.
 func (r *PacketClusterReconciler) removeFinalizer(ctx context.Context, pc *infrav1.PacketCluster) error {

@@ -70,6 +70,7 @@ type PacketMachineReconciler struct {
 
 	progress    *device.Progress
 	sentCreates *device.SentCreates
+	credentials *scope.CredentialsCache
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -81,6 +82,9 @@ func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if r.sentCreates == nil {
 		r.sentCreates = device.NewSentCreates()
 	}
+	// The metadata-only informer of the Secret watch below tells when a credentials Secret
+	// changed, so its contents are read once per change, not once per reconcile.
+	r.credentials = &scope.CredentialsCache{Metadata: mgr.GetCache()}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &clusterv1.Machine{}, bootstrapSecretIndex, indexBootstrapSecret); err != nil {
 		return fmt.Errorf("indexing Machines by bootstrap Secret: %w", err)
 	}
@@ -132,7 +136,7 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
+	creds, packetClient, credErr := r.credentials.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	s, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
 		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds, APIReader: r.APIReader})
 	if err != nil {

@@ -96,13 +96,5 @@ func ResolveCredentials(ctx context.Context, c client.Reader, pc *infrav1.Packet
 // Connect resolves the PacketCluster's credentials and returns the Packet client for them. Its
 // errors are *ErrCredentials, which apistatus.Record reports as CredentialsInvalid.
 func Connect(ctx context.Context, c client.Reader, clients ClientProvider, pc *infrav1.PacketCluster, def DefaultCredentials) (Credentials, packet.Client, error) {
-	creds, err := ResolveCredentials(ctx, c, pc, def)
-	if err != nil {
-		return creds, nil, err
-	}
-	pk, err := clients.ClientFor(creds.Source, creds.APIKey)
-	if err != nil {
-		return creds, nil, &ErrCredentials{Err: err}
-	}
-	return creds, pk, nil
+	return (*CredentialsCache)(nil).Connect(ctx, c, clients, pc, def)
 }

@@ -128,6 +128,10 @@ SCALE_RATE ?= 10
 bench-scale: envtest-bins build ## Provision and delete 10, 100 and 1000 machines against the simulator; print the cost table.
 	go run ./test/scale bench --machines $(SCALE_MACHINES) --provisioning $(SCALE_PROVISIONING) --rate $(SCALE_RATE) --manager $(BIN)/manager
 
+.PHONY: bench-fleet
+bench-fleet: envtest-bins build ## One manager provisions and deletes FLEET_MACHINES (10000) machines in FLEET_CLUSTERS (10) clusters, a Packet project and key each.
+	go run ./test/scale bench --machines $(or $(FLEET_MACHINES),10000) --clusters $(or $(FLEET_CLUSTERS),10) --provisioning $(SCALE_PROVISIONING) --rate $(SCALE_RATE) --manager $(BIN)/manager
+
 .PHONY: bench-shards
 bench-shards: envtest-bins build ## Two managers sharded with --watch-filter provision and delete SHARDS_MACHINES (2000) machines; fails if a machine is reconciled by both.
 	go run ./test/scale shards --machines $(or $(SHARDS_MACHINES),2000) --shards 2 --provisioning $(SCALE_PROVISIONING) --rate $(SCALE_RATE) --manager $(BIN)/manager

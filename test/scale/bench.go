@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +24,8 @@ import (
 
 // benchResult is one row of the scale table.
 type benchResult struct {
+	// clusters is how many clusters (and projects) the n machines were split between.
+	clusters                  int
 	n                         int
 	provisionWall, deleteWall time.Duration
 	callsByRoute              map[string]int
@@ -30,6 +34,8 @@ type benchResult struct {
 	// writes are PacketMachine patches and updates by verb and subresource, counted by the
 	// kube-apiserver.
 	writes map[string]float64
+	// secretReads are the Secrets the kube-apiserver was asked for (credentials, bootstrap data).
+	secretReads float64
 	// provisionFloor and deleteFloor are the least the Packet budget and the simulator's clock
 	// allow: one create per machine through the request budget, then provisioning; one delete
 	// per machine, then deprovisioning. Polls are not counted.
@@ -45,53 +51,92 @@ type benchResult struct {
 	deviceLists []string
 }
 
-// runBench provisions and deletes n machines and measures what it cost.
+// runBench provisions and deletes n machines and measures what it cost. With projects in the
+// harness (--clusters), the machines are split between one cluster per project, each with its
+// own key and so its own request budget, all reconciled by the one manager.
 func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
-	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("scale-%d-%d", n, time.Now().Unix()), cluster: "scale", n: n}
-	writesBefore, err := packetMachineWrites(ctx, h.env.Config)
+	ws := benchWorkloads(h, n)
+	before, err := apiserverRequests(ctx, h.env.Config)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
 	}
-	trace, err := traceWrites(ctx, h.env.Config, w.namespace, w.machineName(0))
+	trace, err := traceWrites(ctx, h.env.Config, ws[0].namespace, ws[0].machineName(0))
 	if err != nil {
 		return nil, fmt.Errorf("watching the first machine: %w", err)
 	}
 	start := time.Now()
-	if err := w.create(ctx); err != nil {
+	if err := eachWorkload(ws, func(w *workload) error { return w.create(ctx) }); err != nil {
 		return nil, err
 	}
-	res := &benchResult{n: n, provisionFloor: h.provisionFloor(n), deleteFloor: h.deleteFloor(n)}
-	if res.activeToProvisioned, err = waitProvisioned(ctx, h, w); err != nil {
+	perBudget := ws[0].n // the machines behind one key
+	res := &benchResult{n: perBudget * len(ws), clusters: len(ws),
+		provisionFloor: h.provisionFloor(perBudget), deleteFloor: h.deleteFloor(perBudget)}
+	var mu sync.Mutex
+	if err := eachWorkload(ws, func(w *workload) error {
+		d, err := waitProvisioned(ctx, h, w)
+		mu.Lock()
+		defer mu.Unlock()
+		res.activeToProvisioned = append(res.activeToProvisioned, d...)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	res.provisionWall = time.Since(start)
-	firstDevice, err := w.deviceID(ctx, 0)
+	firstDevice, err := ws[0].deviceID(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 
 	deleteStart := time.Now()
-	if err := w.deleteAll(ctx, 4*time.Hour); err != nil {
+	if err := eachWorkload(ws, func(w *workload) error { return w.deleteAll(ctx, 4*time.Hour) }); err != nil {
 		return nil, err
 	}
 	res.deleteWall = time.Since(deleteStart)
 	res.firstMachineWrites = trace.Stop()
 
 	res.reconciles = scrapeReconciles(ctx, h.metricsAddr(), "packetmachine")
-	writesAfter, err := packetMachineWrites(ctx, h.env.Config)
+	after, err := apiserverRequests(ctx, h.env.Config)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
 	}
 	res.writes = map[string]float64{}
-	for key, v := range writesAfter {
-		if d := v - writesBefore[key]; d > 0 {
-			res.writes[key] = d
+	for key, v := range after {
+		d := v - before[key]
+		if write, ok := strings.CutPrefix(key, "packetmachines "); ok && d > 0 {
+			res.writes[write] = d
 		}
 	}
+	res.secretReads = after["secrets GET"] - before["secrets GET"]
 	res.countCalls(h.sim, firstDevice, trace.start)
 	h.stopManager(syscall.SIGTERM)
 	res.peakRSS, res.cpu = h.peakRSS, h.cpu
 	return res, nil
+}
+
+// benchWorkloads are the clusters of a run of n machines: one in the simulator's default
+// project, or n split evenly between the harness's projects.
+func benchWorkloads(h *harness, n int) []*workload {
+	stamp := time.Now().Unix()
+	if len(h.opts.projects) == 0 {
+		return []*workload{{c: h.env.Client, namespace: fmt.Sprintf("scale-%d-%d", n, stamp), cluster: "scale", n: n}}
+	}
+	ws := make([]*workload, len(h.opts.projects))
+	for i, p := range h.opts.projects {
+		ws[i] = &workload{c: h.env.Client, namespace: fmt.Sprintf("scale-%d-%d-%s", n, stamp, p.name), cluster: "scale",
+			n: n / len(ws), projectID: p.projectID, apiKey: p.apiKey}
+	}
+	return ws
+}
+
+// eachWorkload runs f for every workload at once and returns the first error.
+func eachWorkload(ws []*workload, f func(*workload) error) error {
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { errs[i] = f(w) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // countCalls reads the simulator's request log: calls, 429s, when the project's devices were
@@ -184,8 +229,12 @@ func printTable(w io.Writer, provisioning time.Duration, rate float64, results [
 		if r.calls > 0 {
 			share = 100 * float64(r.rateLimited) / float64(r.calls)
 		}
-		fmt.Fprintf(w, "| %d | %s (%s) | %s (%s) | %.1f | %.1f | %.1f | %s | %s | %d (%.2f%%) | %d MiB | %.1f s (%.0f ms) |\n",
-			r.n, r.provisionWall.Round(time.Second), r.provisionFloor.Round(time.Second),
+		nLabel := strconv.Itoa(r.n)
+		if r.clusters > 1 {
+			nLabel += fmt.Sprintf(" (%d clusters, a project and key each)", r.clusters)
+		}
+		fmt.Fprintf(w, "| %s | %s (%s) | %s (%s) | %.1f | %.1f | %.1f | %s | %s | %d (%.2f%%) | %d MiB | %.1f s (%.0f ms) |\n",
+			nLabel, r.provisionWall.Round(time.Second), r.provisionFloor.Round(time.Second),
 			r.deleteWall.Round(time.Second), r.deleteFloor.Round(time.Second),
 			float64(r.calls)/float64(r.n), sum(r.writes)/float64(r.n), r.reconciles/float64(r.n),
 			percentile(r.activeToProvisioned, 0.5).Round(100*time.Millisecond),
@@ -206,6 +255,7 @@ func printTable(w io.Writer, provisioning time.Duration, rate float64, results [
 		for _, key := range slices.Sorted(maps.Keys(r.writes)) {
 			fmt.Fprintf(w, "    %-40s %6.2f\n", key, r.writes[key]/float64(r.n))
 		}
+		fmt.Fprintf(w, "\nSecrets read per machine, N = %d (credentials and bootstrap data; kube-apiserver's count): %.2f\n", r.n, r.secretReads/float64(r.n))
 		fmt.Fprintf(w, "\nWhat each stored write of the first machine changed, N = %d (a watch of the kube-apiserver):\n\n", r.n)
 		for _, line := range r.firstMachineWrites {
 			fmt.Fprintf(w, "    %s\n", line)

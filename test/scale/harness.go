@@ -61,6 +61,9 @@ type harnessOptions struct {
 	// --watch-filter=<shard> and leader election, whose own API key Packet accepts only in the
 	// shard's project (see shards.go).
 	shards []shard
+	// projects, when set, are Packet projects with a key of their own each, for one manager's
+	// clusters (bench --clusters).
+	projects []shard
 }
 
 func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOptions) (*harness, error) {
@@ -71,8 +74,8 @@ func newHarness(ctx context.Context, env *helpers.TestEnvironment, o harnessOpti
 		}
 	}
 	tokens := map[string][]string{o.apiKey: nil}
-	for _, sh := range o.shards {
-		seed.Projects = append(seed.Projects, packetsim.SeedProject{ID: sh.projectID, Name: "shard " + sh.name})
+	for _, sh := range slices.Concat(o.shards, o.projects) {
+		seed.Projects = append(seed.Projects, packetsim.SeedProject{ID: sh.projectID, Name: sh.name})
 		tokens[sh.apiKey] = []string{sh.projectID}
 	}
 	timing := packetsim.TimingFast

@@ -52,6 +52,7 @@ func main() {
 	replicas := fs.Int("replicas", 1, "soak: manager replicas; above one they run with leader election and the leader is the one killed")
 	controllerManager := fs.String("kube-controller-manager", "", "soak: a kube-controller-manager binary; with it, a second cluster's namespace is deleted mid-chaos")
 	shards := fs.Int("shards", 2, "shards: how many managers share the clusters")
+	clusters := fs.Int("clusters", 1, "bench: clusters the machines are split between, each in a Packet project of its own with its own API key (so its own request budget), all on one manager")
 	_ = fs.Parse(os.Args[2:])
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
@@ -60,6 +61,9 @@ func main() {
 		workDir: *workDir, managerFlags: strings.Fields(*managerFlags)}
 	if mode == "soak" {
 		opts.controllerManager, opts.replicas = *controllerManager, *replicas
+	}
+	if mode == "bench" && *clusters > 1 {
+		opts.projects = newProjects("fleet", *clusters)
 	}
 	if mode == "shards" {
 		// controller-runtime logs each reconcile at -v=5: how the run tells who reconciled what.

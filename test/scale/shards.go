@@ -21,14 +21,18 @@ import (
 type shard struct{ name, projectID, apiKey string }
 
 // newShards names n shards shard-a, shard-b, … with a project and a random key each.
-func newShards(n int) []shard {
+func newShards(n int) []shard { return newProjects("shard", n) }
+
+// newProjects names n projects prefix-a, prefix-b, … (then prefix-26, …), each with a random
+// key the simulator accepts in it only.
+func newProjects(prefix string, n int) []shard {
 	out := make([]shard, n)
 	for i := range out {
-		out[i] = shard{
-			name:      fmt.Sprintf("shard-%c", 'a'+i),
-			projectID: fmt.Sprintf("00000000-0000-4000-8000-0000000005%02d", i),
-			apiKey:    randomToken(),
+		name := fmt.Sprintf("%s-%c", prefix, 'a'+i)
+		if i >= 26 {
+			name = fmt.Sprintf("%s-%d", prefix, i)
 		}
+		out[i] = shard{name: name, projectID: fmt.Sprintf("00000000-0000-4000-8000-0000000005%02d", i), apiKey: randomToken()}
 	}
 	return out
 }

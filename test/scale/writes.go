@@ -15,11 +15,11 @@ import (
 // deletes of PacketMachines are the workload's (Cluster API's part), not the manager's.
 var writeVerbs = []string{`verb="PATCH"`, `verb="UPDATE"`, `verb="APPLY"`}
 
-// packetMachineWrites reads, from the kube-apiserver's own request metrics, how many times
-// PacketMachines (and their status) were patched or updated so far, by verb and subresource
-// ("PATCH", "PATCH status"). It counts on the server's side, so nothing the manager does unseen
-// — a retried conflict, a second client — escapes it.
-func packetMachineWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+// apiserverRequests reads, from the kube-apiserver's own request metrics, how many times so far
+// PacketMachines (and their status) were patched or updated, keyed "packetmachines <verb>
+// [subresource]", and Secrets were read, keyed "secrets GET". It counts on the server's side,
+// so nothing the manager does unseen — a retried conflict, a second client — escapes it.
+func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -28,21 +28,25 @@ func packetMachineWrites(ctx context.Context, cfg *rest.Config) (map[string]floa
 	if err != nil {
 		return nil, err
 	}
-	writes := map[string]float64{}
+	counts := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="packetmachines"`) ||
-			!containsAny(line, writeVerbs) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		machineWrite := strings.Contains(line, `resource="packetmachines"`) && containsAny(line, writeVerbs)
+		secretRead := strings.Contains(line, `resource="secrets"`) && strings.Contains(line, `verb="GET"`)
+		if !machineWrite && !secretRead {
 			continue
 		}
 		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-			key := strings.TrimSpace(label(line, "verb") + " " + label(line, "subresource"))
-			writes[key] += v
+			key := strings.TrimSpace(label(line, "resource") + " " + label(line, "verb") + " " + label(line, "subresource"))
+			counts[key] += v
 		}
 	}
-	return writes, sc.Err()
+	return counts, sc.Err()
 }
 
 // label returns the value of a metric line's label, "" when it has none.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
@@ -55,7 +56,10 @@ type benchResult struct {
 // harness (--clusters), the machines are split between one cluster per project, each with its
 // own key and so its own request budget, all reconciled by the one manager.
 func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
-	ws := benchWorkloads(h, n)
+	ws, err := benchWorkloads(h, n)
+	if err != nil {
+		return nil, err
+	}
 	before, err := apiserverRequests(ctx, h.env.Config)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
@@ -115,17 +119,21 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 
 // benchWorkloads are the clusters of a run of n machines: one in the simulator's default
 // project, or n split evenly between the harness's projects.
-func benchWorkloads(h *harness, n int) []*workload {
+func benchWorkloads(h *harness, n int) ([]*workload, error) {
+	watcher, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: h.env.Scheme})
+	if err != nil {
+		return nil, err
+	}
 	stamp := time.Now().Unix()
 	if len(h.opts.projects) == 0 {
-		return []*workload{{c: h.env.Client, namespace: fmt.Sprintf("scale-%d-%d", n, stamp), cluster: "scale", n: n}}
+		return []*workload{{c: h.env.Client, watcher: watcher, namespace: fmt.Sprintf("scale-%d-%d", n, stamp), cluster: "scale", n: n}}, nil
 	}
 	ws := make([]*workload, len(h.opts.projects))
 	for i, p := range h.opts.projects {
-		ws[i] = &workload{c: h.env.Client, namespace: fmt.Sprintf("scale-%d-%d-%s", n, stamp, p.name), cluster: "scale",
+		ws[i] = &workload{c: h.env.Client, watcher: watcher, namespace: fmt.Sprintf("scale-%d-%d-%s", n, stamp, p.name), cluster: "scale",
 			n: n / len(ws), projectID: p.projectID, apiKey: p.apiKey}
 	}
-	return ws
+	return ws, nil
 }
 
 // eachWorkload runs f for every workload at once and returns the first error.
@@ -161,22 +169,18 @@ func (res *benchResult) countCalls(sim *packetsim.Server, firstDevice string, st
 // after its device turned active that was seen.
 func waitProvisioned(ctx context.Context, h *harness, w *workload) ([]time.Duration, error) {
 	var activeToProvisioned []time.Duration
-	seen := map[string]time.Time{}
-	err := waitFor(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", w.n), func() (bool, error) {
-		machines, err := w.machines(ctx)
-		if err != nil {
-			return false, err
-		}
+	seen := map[string]bool{}
+	err := w.waitMachines(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", w.n), func(machines map[string]*infrav1.PacketMachine) bool {
 		now := time.Now()
-		for _, m := range machines {
-			if _, ok := seen[m.Name]; !ok && ptr.Deref(m.Status.Initialization.Provisioned, false) {
-				seen[m.Name] = now
+		for name, m := range machines {
+			if !seen[name] && ptr.Deref(m.Status.Initialization.Provisioned, false) {
+				seen[name] = true
 				if d, ok := h.sim.Device(strings.TrimPrefix(m.Spec.ProviderID, infrav1.ProviderIDPrefix)); ok {
 					activeToProvisioned = append(activeToProvisioned, now.Sub(d.StateSince))
 				}
 			}
 		}
-		return len(seen) == w.n, nil
+		return len(seen) == w.n
 	})
 	return activeToProvisioned, err
 }

@@ -41,6 +41,8 @@ type workload struct {
 	// labels go on the Cluster, the PacketCluster, the Machines and the PacketMachines (a
 	// shard's watch-filter label).
 	labels map[string]string
+	// watcher, when set, lets the waits follow a watch instead of listing (see waitMachines).
+	watcher client.WithWatch
 }
 
 // objectLabels are the workload's labels with extra.
@@ -170,9 +172,8 @@ func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 	if err := w.c.DeleteAllOf(ctx, &infrav1.PacketMachine{}, client.InNamespace(w.namespace)); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, timeout, "every machine deleted", func() (bool, error) {
-		machines, err := w.machines(ctx)
-		return len(machines) == 0, err
+	if err := w.waitMachines(ctx, timeout, "every machine deleted", func(machines map[string]*infrav1.PacketMachine) bool {
+		return len(machines) == 0
 	}); err != nil {
 		return err
 	}

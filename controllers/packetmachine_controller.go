@@ -73,6 +73,10 @@ type PacketMachineReconciler struct {
 	credentials *scope.CredentialsCache
 }
 
+// conflictRetry is how soon a reconcile whose status write found a newer PacketMachine runs
+// again, if nothing else starts it first (the change that made it newer usually does).
+const conflictRetry = time.Second
+
 // SetupWithManager registers the reconciler with mgr.
 func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
@@ -111,7 +115,7 @@ func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 }
 
 // Reconcile runs Cluster API's canonical preamble, then creates, follows or deletes the device.
-func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	log := ctrl.LoggerFrom(ctx)
 	pm := &infrav1.PacketMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pm); err != nil {
@@ -143,7 +147,16 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		if err := s.Close(ctx); err != nil {
+		err := s.Close(ctx)
+		switch {
+		case err == nil:
+		case reterr == nil && apierrors.IsConflict(err):
+			// The PacketMachine changed since it was read (Cluster API sets its owner and labels
+			// while the first reconciles run): look again from the new copy. Not a failure to
+			// back off from; backing off would slow every machine Cluster API just created.
+			log.V(4).Info("The PacketMachine changed while it was reconciled; looking again")
+			res = ctrl.Result{RequeueAfter: conflictRetry}
+		default:
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()

@@ -170,11 +170,11 @@ func (res *benchResult) countCalls(sim *packetsim.Server, firstDevice string, st
 func waitProvisioned(ctx context.Context, h *harness, w *workload) ([]time.Duration, error) {
 	var activeToProvisioned []time.Duration
 	seen := map[string]bool{}
-	err := w.waitMachines(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", w.n), func(machines map[string]*infrav1.PacketMachine) bool {
+	err := w.waitMachines(ctx, 4*time.Hour, fmt.Sprintf("%d machines provisioned", w.n), func(_ map[string]*infrav1.PacketMachine, changed []*infrav1.PacketMachine) bool {
 		now := time.Now()
-		for name, m := range machines {
-			if !seen[name] && ptr.Deref(m.Status.Initialization.Provisioned, false) {
-				seen[name] = true
+		for _, m := range changed {
+			if !seen[m.Name] && ptr.Deref(m.Status.Initialization.Provisioned, false) {
+				seen[m.Name] = true
 				if d, ok := h.sim.Device(strings.TrimPrefix(m.Spec.ProviderID, infrav1.ProviderIDPrefix)); ok {
 					activeToProvisioned = append(activeToProvisioned, now.Sub(d.StateSince))
 				}

@@ -172,7 +172,7 @@ func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 	if err := w.c.DeleteAllOf(ctx, &infrav1.PacketMachine{}, client.InNamespace(w.namespace)); err != nil {
 		return err
 	}
-	if err := w.waitMachines(ctx, timeout, "every machine deleted", func(machines map[string]*infrav1.PacketMachine) bool {
+	if err := w.waitMachines(ctx, timeout, "every machine deleted", func(machines map[string]*infrav1.PacketMachine, _ []*infrav1.PacketMachine) bool {
 		return len(machines) == 0
 	}); err != nil {
 		return err

@@ -179,6 +179,7 @@ func indexBootstrapSecret(o client.Object) []string {
 // no watch-filter label, so the filter is applied to the Machines instead.
 func (r *PacketMachineReconciler) secretToPacketMachines(ctx context.Context, o client.Object) []reconcile.Request {
 	log := ctrl.LoggerFrom(ctx)
+	r.credentials.Observe(ctx, o)
 	machines := &clusterv1.MachineList{}
 	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()),
 		client.MatchingFields{bootstrapSecretIndex: o.GetName()}); err != nil {

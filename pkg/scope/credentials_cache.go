@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +73,27 @@ func (cc *CredentialsCache) resolve(ctx context.Context, c client.Reader, pc *in
 	}
 	cc.secrets[key] = creds
 	return creds, nil
+}
+
+// Observe is told of every event of a Secret (the Secret watch calls it) and forgets the
+// credentials read from one that is gone: a deleted cluster's Secret is never read again, so
+// its entry would otherwise stay for the life of the process.
+func (cc *CredentialsCache) Observe(ctx context.Context, secret client.Object) {
+	if cc == nil || cc.Metadata == nil {
+		return
+	}
+	key := client.ObjectKeyFromObject(secret)
+	cc.mu.Lock()
+	_, known := cc.secrets[key]
+	cc.mu.Unlock()
+	if !known {
+		return
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := cc.Metadata.Get(ctx, key, meta); apierrors.IsNotFound(err) {
+		cc.forget(key)
+	}
 }
 
 func (cc *CredentialsCache) forget(key types.NamespacedName) {

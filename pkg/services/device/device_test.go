@@ -51,9 +51,63 @@ func TestPollIntervalGrowsWithTimeAndAimsAtTheEstimatedEnd(t *testing.T) {
 		{"single sample only shortens", 100 * time.Second, 50, 0, 100*time.Second + estimateMargin},
 		{"packet says 100%", 6 * time.Minute, 100, 0, lo},
 	} {
-		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, lo, hi); got != tc.want {
+		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, 0, lo, hi); got != tc.want {
 			t.Errorf("%s: pollInterval = %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestPollIntervalAimsAtWhenDevicesLikeItWereDone(t *testing.T) {
+	lo, hi := 10*time.Second, 2*time.Minute
+	typical := 62 * time.Second
+	for _, tc := range []struct {
+		name    string
+		elapsed time.Duration
+		pct     float64
+		rate    float64
+		want    time.Duration
+	}{
+		{"just created", 0, 0, 0, typical + estimateMargin},
+		{"queued 20s", 20 * time.Second, 0, 0, 42*time.Second + estimateMargin},
+		{"slower than typical: back to doubling", 80 * time.Second, 0, 0, hi},
+		{"single sample further off than typical", 10 * time.Second, 10, 0, 52*time.Second + estimateMargin},
+		{"single sample nearer than typical", 50 * time.Second, 95, 0, lo},
+		{"a measured rate wins", 40 * time.Second, 50, 1, 50*time.Second + estimateMargin},
+	} {
+		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, typical, lo, hi); got != tc.want {
+			t.Errorf("%s: pollInterval = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestProgressKnowsTheShortestRecentDurationOfAKind(t *testing.T) {
+	p := NewProgress()
+	t0 := time.Unix(0, 0)
+	if d := p.typical("c3.small.x86/ubuntu", t0); d != 0 {
+		t.Fatalf("typical with nothing learned = %s, want 0", d)
+	}
+	p.learn("c3.small.x86/ubuntu", t0, 70*time.Second)
+	p.learn("c3.small.x86/ubuntu", t0.Add(time.Minute), 65*time.Second)
+	p.learn("m3.large.x86/ubuntu", t0, 30*time.Second)
+	if d := p.typical("c3.small.x86/ubuntu", t0.Add(2*time.Minute)); d != 65*time.Second {
+		t.Errorf("typical = %s, want the shortest of its kind, 1m5s", d)
+	}
+	if d := p.typical("c3.small.x86/ubuntu", t0.Add(typicalFor+30*time.Second)); d != 65*time.Second {
+		t.Errorf("typical after the first estimate aged out = %s, want 1m5s", d)
+	}
+	if d := p.typical("c3.small.x86/ubuntu", t0.Add(typicalFor+2*time.Minute)); d != 0 {
+		t.Errorf("typical after every estimate aged out = %s, want 0", d)
+	}
+	for i := range 2 * typicalSamples {
+		p.learn("many", t0, time.Duration(i+1)*time.Second)
+	}
+	if d := p.typical("many", t0); d != (typicalSamples+1)*time.Second {
+		t.Errorf("typical of %d estimates = %s, want the shortest of the last %d", 2*typicalSamples, d, typicalSamples)
+	}
+	var nilProgress *Progress
+	nilProgress.learn("k", t0, time.Second)
+	if d := nilProgress.typical("k", t0); d != 0 {
+		t.Error("a nil Progress must know nothing")
 	}
 }
 

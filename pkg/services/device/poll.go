@@ -10,7 +10,8 @@ import (
 // Polling. Bare metal takes minutes to provision and each look costs an API call from the
 // project's budget, so the interval grows with the time already spent; once Packet reports a
 // provisioning percentage the next look is aimed at the estimated end, so the machine is
-// reported provisioned soon after the device is active.
+// reported provisioned soon after the device is active. A device like others provisioned lately
+// (same plan and operating system) has its first looks aimed at when those were done instead.
 
 // estimateMargin is added to an estimated end so the look lands just after it: as far after it
 // as the project's device list that answers the look may be old, so that list was taken after
@@ -24,19 +25,29 @@ func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {
 	if !dev.CreatedAt.IsZero() {
 		elapsed = max(0, now.Sub(dev.CreatedAt))
 	}
+	pm := s.scope.PacketMachine
+	kind := pm.Spec.MachineType + "/" + pm.Spec.OS
+	pct := float64(dev.ProvisioningPercentage)
 	var rate float64
 	if dev.State == packet.DeviceStateProvisioning {
-		rate = s.opts.Progress.observe(dev.ID, now, float64(dev.ProvisioningPercentage))
+		rate = s.opts.Progress.observe(dev.ID, now, pct)
+		if rate > 0 && pct < 100 && !dev.CreatedAt.IsZero() {
+			s.opts.Progress.learn(kind, now, elapsed+time.Duration((100-pct)/rate*float64(time.Second)))
+		}
 	}
-	return pollInterval(elapsed, float64(dev.ProvisioningPercentage), rate, s.opts.PollMin, s.opts.PollMax)
+	return pollInterval(elapsed, pct, rate, s.opts.Progress.typical(kind, now), s.opts.PollMin, s.opts.PollMax)
 }
 
-// pollInterval is twice the time spent (bounded by lo and hi) until a percentage is known.
-// With a percentage, the remaining time is estimated from the measured rate (percent per
+// pollInterval is twice the time spent (bounded by lo and hi) until a percentage is known, or,
+// when devices like this one lately took typical from creation to the end, the time left until
+// then. With a percentage, the remaining time is estimated from the measured rate (percent per
 // second), or, with a single observation, from the rate since creation — a lower bound, as it
 // counts the time spent queued, so that estimate only ever shortens the interval.
-func pollInterval(elapsed time.Duration, pct, rate float64, lo, hi time.Duration) time.Duration {
+func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi time.Duration) time.Duration {
 	interval := clamp(2*elapsed, lo, hi)
+	if typical > elapsed {
+		interval = clamp(typical-elapsed+estimateMargin, lo, hi)
+	}
 	switch {
 	case pct >= 100:
 		return lo // done by Packet's count, only the state is still to change
@@ -64,12 +75,28 @@ func deletionPoll(elapsed time.Duration, lo, hi time.Duration) time.Duration {
 
 func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
 
-// Progress remembers the last provisioning percentage seen of each device, to measure its rate.
-// It is an optimisation only: a restarted manager starts without it and polls a little more.
+// Progress remembers the last provisioning percentage seen of each device, to measure its rate,
+// and how long devices of each kind took lately. It is an optimisation only: a restarted manager
+// starts without it and polls a little more.
 type Progress struct {
 	mu      sync.Mutex
 	samples map[string]progressSample
+	// durations are recent estimates of creation-to-end times by plan and operating system.
+	durations map[string][]durationSample
 }
+
+type durationSample struct {
+	at time.Time
+	d  time.Duration
+}
+
+// A duration estimate counts for typicalFor after it was made, and at most typicalSamples of a
+// kind are kept: enough for a burst of creates, short enough that a change in how fast Packet
+// provisions shows within minutes.
+const (
+	typicalFor     = 10 * time.Minute
+	typicalSamples = 32
+)
 
 type progressSample struct {
 	at  time.Time
@@ -77,7 +104,38 @@ type progressSample struct {
 }
 
 // NewProgress returns an empty Progress.
-func NewProgress() *Progress { return &Progress{samples: map[string]progressSample{}} }
+func NewProgress() *Progress {
+	return &Progress{samples: map[string]progressSample{}, durations: map[string][]durationSample{}}
+}
+
+// learn records that a device of kind, as estimated at at, takes d from creation to the end.
+func (p *Progress) learn(kind string, at time.Time, d time.Duration) {
+	if p == nil || d <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	recent := append(p.durations[kind], durationSample{at: at, d: d})
+	p.durations[kind] = recent[max(0, len(recent)-typicalSamples):]
+}
+
+// typical is the shortest creation-to-end time estimated for a device of kind in the last
+// typicalFor, or 0. The shortest: a look aimed at it that lands early sees a percentage and
+// aims again, one that lands late reports a machine late.
+func (p *Progress) typical(kind string, now time.Time) time.Duration {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var shortest time.Duration
+	for _, s := range p.durations[kind] {
+		if now.Sub(s.at) <= typicalFor && (shortest == 0 || s.d < shortest) {
+			shortest = s.d
+		}
+	}
+	return shortest
+}
 
 // observe records pct for the device and returns the rate since the previous observation, in
 // percent per second, or 0 when there is none to compare with.

@@ -86,6 +86,7 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		return nil, err
 	}
 	res.provisionWall = time.Since(start)
+	fmt.Printf("N=%d: provisioned in %s (floor %s); deleting\n", res.n, res.provisionWall.Round(time.Second), res.provisionFloor.Round(time.Second))
 	firstDevice, err := ws[0].deviceID(ctx, 0)
 	if err != nil {
 		return nil, err

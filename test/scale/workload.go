@@ -169,7 +169,7 @@ func (w *workload) deviceID(ctx context.Context, i int) (string, error) {
 // gone). Machines left behind would be mapped to their gone PacketMachines at every change
 // of the PacketCluster.
 func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
-	if err := w.c.DeleteAllOf(ctx, &infrav1.PacketMachine{}, client.InNamespace(w.namespace)); err != nil {
+	if err := deleteAllOf(ctx, w.c, &infrav1.PacketMachine{}, w.namespace); err != nil {
 		return err
 	}
 	if err := w.waitMachines(ctx, timeout, "every machine deleted", func(machines map[string]*infrav1.PacketMachine, _ []*infrav1.PacketMachine) bool {
@@ -177,7 +177,7 @@ func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 	}); err != nil {
 		return err
 	}
-	if err := w.c.DeleteAllOf(ctx, &clusterv1.Machine{}, client.InNamespace(w.namespace)); err != nil {
+	if err := deleteAllOf(ctx, w.c, &clusterv1.Machine{}, w.namespace); err != nil {
 		return err
 	}
 	pc := &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Name: w.cluster, Namespace: w.namespace}}
@@ -188,6 +188,26 @@ func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 		err := w.c.Get(ctx, client.ObjectKeyFromObject(pc), pc)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// deleteAllOf deletes every object of obj's kind in namespace. A kube-apiserver busy with ten
+// thousand machines may take longer than its request timeout to mark a thousand objects deleted
+// and answer with a timeout or a reset stream while it goes on; the request is then sent again
+// (objects already marked are skipped), a few times.
+func deleteAllOf(ctx context.Context, c client.Client, obj client.Object, namespace string) error {
+	var err error
+	for range 10 {
+		if err = c.DeleteAllOf(ctx, obj, client.InNamespace(namespace)); err == nil || ctx.Err() != nil {
+			return err
+		}
+		fmt.Printf("deleting in %s: %v; asking again\n", namespace, err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return err
 }
 
 // waitFor polls done every half second until it reports true or an error, or timeout passes.

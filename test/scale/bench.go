@@ -75,14 +75,7 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	perBudget := ws[0].n // the machines behind one key
 	res := &benchResult{n: perBudget * len(ws), clusters: len(ws),
 		provisionFloor: h.provisionFloor(perBudget), deleteFloor: h.deleteFloor(perBudget)}
-	var mu sync.Mutex
-	if err := eachWorkload(ws, func(w *workload) error {
-		d, err := waitProvisioned(ctx, h, w)
-		mu.Lock()
-		defer mu.Unlock()
-		res.activeToProvisioned = append(res.activeToProvisioned, d...)
-		return err
-	}); err != nil {
+	if err := waitAllProvisioned(ctx, h, ws, res); err != nil {
 		return nil, err
 	}
 	res.provisionWall = time.Since(start)
@@ -164,6 +157,19 @@ func (res *benchResult) countCalls(sim *packetsim.Server, firstDevice string, st
 			res.firstDeviceCalls = append(res.firstDeviceCalls, fmt.Sprintf("%6.1fs  %s %d", r.Time.Sub(start).Seconds(), r.Route, r.Status))
 		}
 	}
+}
+
+// waitAllProvisioned waits until every workload's machines are provisioned, recording in res
+// how long after its device turned active each was seen so.
+func waitAllProvisioned(ctx context.Context, h *harness, ws []*workload, res *benchResult) error {
+	var mu sync.Mutex
+	return eachWorkload(ws, func(w *workload) error {
+		d, err := waitProvisioned(ctx, h, w)
+		mu.Lock()
+		defer mu.Unlock()
+		res.activeToProvisioned = append(res.activeToProvisioned, d...)
+		return err
+	})
 }
 
 // waitProvisioned waits until every machine of w is provisioned and returns, for each, how long

@@ -33,15 +33,18 @@ func TestHostnameIsOneRFC1123Label(t *testing.T) {
 	}
 }
 
+// pollCase is a device's state at a look and the interval pollInterval should answer.
+type pollCase struct {
+	name    string
+	elapsed time.Duration
+	pct     float64
+	rate    float64
+	want    time.Duration
+}
+
 func TestPollIntervalGrowsWithTimeAndAimsAtTheEstimatedEnd(t *testing.T) {
 	lo, hi := 10*time.Second, 2*time.Minute
-	for _, tc := range []struct {
-		name    string
-		elapsed time.Duration
-		pct     float64
-		rate    float64
-		want    time.Duration
-	}{
+	for _, tc := range []pollCase{
 		{"just created", 0, 0, 0, lo},
 		{"queued a while", 40 * time.Second, 0, 0, 80 * time.Second},
 		{"queued long", 10 * time.Minute, 0, 0, hi},
@@ -60,13 +63,7 @@ func TestPollIntervalGrowsWithTimeAndAimsAtTheEstimatedEnd(t *testing.T) {
 func TestPollIntervalAimsAtWhenDevicesLikeItWereDone(t *testing.T) {
 	lo, hi := 10*time.Second, 2*time.Minute
 	typical := 62 * time.Second
-	for _, tc := range []struct {
-		name    string
-		elapsed time.Duration
-		pct     float64
-		rate    float64
-		want    time.Duration
-	}{
+	for _, tc := range []pollCase{
 		{"just created", 0, 0, 0, typical + estimateMargin},
 		{"queued 20s", 20 * time.Second, 0, 0, 42*time.Second + estimateMargin},
 		{"slower than typical: back to doubling", 80 * time.Second, 0, 0, hi},

@@ -115,8 +115,10 @@ func (p *Progress) learn(kind string, at time.Time, d time.Duration) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	recent := append(p.durations[kind], durationSample{at: at, d: d})
-	p.durations[kind] = recent[max(0, len(recent)-typicalSamples):]
+	p.durations[kind] = append(p.durations[kind], durationSample{at: at, d: d})
+	if n := len(p.durations[kind]); n > typicalSamples {
+		p.durations[kind] = p.durations[kind][n-typicalSamples:]
+	}
 }
 
 // typical is the shortest creation-to-end time estimated for a device of kind in the last

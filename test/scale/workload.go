@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,19 +196,14 @@ func (w *workload) deleteAll(ctx context.Context, timeout time.Duration) error {
 // and answer with a timeout or a reset stream while it goes on; the request is then sent again
 // (objects already marked are skipped), a few times.
 func deleteAllOf(ctx context.Context, c client.Client, obj client.Object, namespace string) error {
-	var err error
-	for range 10 {
-		if err = c.DeleteAllOf(ctx, obj, client.InNamespace(namespace)); err == nil || ctx.Err() != nil {
-			return err
+	again := wait.Backoff{Duration: 5 * time.Second, Steps: 10}
+	return retry.OnError(again, func(error) bool { return ctx.Err() == nil }, func() error {
+		err := c.DeleteAllOf(ctx, obj, client.InNamespace(namespace))
+		if err != nil {
+			fmt.Printf("deleting in %s: %v; asking again\n", namespace, err)
 		}
-		fmt.Printf("deleting in %s: %v; asking again\n", namespace, err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Second):
-		}
-	}
-	return err
+		return err
+	})
 }
 
 // waitFor polls done every half second until it reports true or an error, or timeout passes.

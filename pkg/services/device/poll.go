@@ -32,7 +32,7 @@ func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {
 	if dev.State == packet.DeviceStateProvisioning {
 		rate = s.opts.Progress.observe(dev.ID, now, pct)
 		if rate > 0 && pct < 100 && !dev.CreatedAt.IsZero() {
-			s.opts.Progress.learn(kind, now, elapsed+time.Duration((100-pct)/rate*float64(time.Second)))
+			s.opts.Progress.learn(kind, now, elapsed+timeToEnd(pct, rate))
 		}
 	}
 	return pollInterval(elapsed, pct, rate, s.opts.Progress.typical(kind, now), s.opts.PollMin, s.opts.PollMax)
@@ -61,11 +61,17 @@ func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi time
 	if rate <= 0 {
 		return interval
 	}
-	remaining := time.Duration((100-pct)/rate*float64(time.Second)) + estimateMargin
+	remaining := timeToEnd(pct, rate) + estimateMargin
 	if measured {
 		return clamp(remaining, lo, hi)
 	}
 	return clamp(min(interval, remaining), lo, hi)
+}
+
+// timeToEnd is how long a device at pct percent, progressing at rate percent a second, takes
+// to reach 100.
+func timeToEnd(pct, rate float64) time.Duration {
+	return time.Duration((100 - pct) / rate * float64(time.Second))
 }
 
 // deletionPoll is when to look again at a device whose deletion was requested elapsed ago.

@@ -15,7 +15,9 @@ func (c *client) GetDevice(ctx context.Context, id string) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toDevice(d), nil
+	dev := toDevice(d)
+	dev.ObservedAt = c.now()
+	return dev, nil
 }
 
 func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error) {
@@ -33,9 +35,12 @@ func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags .
 		return nil, err
 	}
 	var found []Device
+	answered := c.now()
 	for i := range devices {
 		if hasAllTags(devices[i].Tags, tags) {
-			found = append(found, *toDevice(&devices[i]))
+			dev := toDevice(&devices[i])
+			dev.ObservedAt = answered
+			found = append(found, *dev)
 		}
 	}
 	return found, nil
@@ -74,6 +79,7 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 		return nil, err
 	}
 	dev := toDevice(d)
+	dev.ObservedAt = c.now()
 	if c.snapshots != nil {
 		c.snapshots.addCreated(req.ProjectID, *dev)
 	}

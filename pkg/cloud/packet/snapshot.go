@@ -275,8 +275,14 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 		if err != nil {
 			return listing{}, err
 		}
+		// takenAt, when the list was asked for, is what "a list taken after X" means; a
+		// device's percentage is as of its page's answer, which may come seconds later
+		// (the request waits its turn in the rate limiter).
+		answered := c.snapshots.now()
 		for i := range list.Devices {
-			devices[list.Devices[i].ID] = list.Devices[i].device()
+			dev := list.Devices[i].device()
+			dev.ObservedAt = answered
+			devices[dev.ID] = dev
 		}
 		if len(devices) > maxSnapshotDevices {
 			devices = nil

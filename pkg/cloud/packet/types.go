@@ -25,6 +25,10 @@ type Device struct {
 	LastEvent string
 	Addresses []DeviceAddress
 	CreatedAt time.Time
+	// ObservedAt is when Packet answered with this view of the device: a list that answers
+	// many looks may be a few seconds old, and a provisioning percentage is only as good as
+	// the time it was read at. Zero when unknown.
+	ObservedAt time.Time
 	// SpotInstance is set for a device bought on the spot market.
 	SpotInstance bool
 	// TerminationTime is when Packet deletes the device (a spot device that was outbid, or a

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 )
 
 var label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -124,6 +126,38 @@ func TestProgressMeasuresTheRateBetweenLooks(t *testing.T) {
 	var nilProgress *Progress
 	if r := nilProgress.observe("d", t0, 1); r != 0 {
 		t.Fatal("a nil Progress must measure nothing")
+	}
+}
+
+// A device provisioning at 1% a second from its creation at t0, seen by a list two seconds
+// old and then by a fresh one: its rate, its end and the first look at the next device like it
+// count from when Packet answered, not from the looks.
+func TestNextLookCountsFromWhenPacketShowedTheDevice(t *testing.T) {
+	lo, hi := 10*time.Second, 2*time.Minute
+	t0 := time.Unix(1000, 0)
+	p := NewProgress()
+	seenAt := func(id string, at time.Duration) *packet.Device {
+		return &packet.Device{ID: id, State: packet.DeviceStateProvisioning, CreatedAt: t0,
+			ObservedAt: t0.Add(at), ProvisioningPercentage: float32(at.Seconds())}
+	}
+	if got, want := p.nextLook(seenAt("d1", 10*time.Second), "k", t0.Add(12*time.Second), lo, hi), 18*time.Second; got != want {
+		t.Errorf("first look = %s, want %s (twice the 10 s spent when Packet showed it, counted from then)", got, want)
+	}
+	// Seen at 30 s, 30%: 70 s to go at the measured 1%/s; counted from the looks (12 s and
+	// 30 s apart for 20 percent) the rate would be 1.1%/s and the look 7 s early.
+	if got, want := p.nextLook(seenAt("d1", 30*time.Second), "k", t0.Add(30*time.Second), lo, hi), 70*time.Second+estimateMargin; got != want {
+		t.Errorf("look after a measured rate = %s, want %s", got, want)
+	}
+	if d := p.typical("k", t0.Add(30*time.Second)); d != 100*time.Second {
+		t.Errorf("learned creation-to-end = %s, want 1m40s", d)
+	}
+	queued := &packet.Device{ID: "d2", State: packet.DeviceStateQueued, CreatedAt: t0.Add(20 * time.Second), ObservedAt: t0.Add(30 * time.Second)}
+	if got, want := p.nextLook(queued, "k", t0.Add(32*time.Second), lo, hi), 88*time.Second+estimateMargin; got != want {
+		t.Errorf("look at a queued device like it = %s, want %s (its typical end, counted from now)", got, want)
+	}
+	unknown := &packet.Device{ID: "d3", State: packet.DeviceStateQueued, CreatedAt: t0}
+	if got := p.nextLook(unknown, "other", t0.Add(15*time.Second), lo, hi); got != 30*time.Second {
+		t.Errorf("look at a device seen at an unknown time = %s, want 30s (counted from now)", got)
 	}
 }
 

@@ -20,22 +20,34 @@ const estimateMargin = packet.DefaultSnapshotMaxAge
 
 // provisioningPoll is when to look again at a device that is being provisioned.
 func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {
-	now := s.opts.Now()
+	pm := s.scope.PacketMachine
+	return s.opts.Progress.nextLook(dev, pm.Spec.MachineType+"/"+pm.Spec.OS, s.opts.Now(), s.opts.PollMin, s.opts.PollMax)
+}
+
+// nextLook is when, from now, to look again at a provisioning device of kind (plan and
+// operating system), as Packet showed it at dev.ObservedAt. Rates and estimates count from
+// then, not from now: most looks are answered by a list a second or two old, and a rate measured
+// between an old answer and a fresh one, counted from the looks, is off by that much (seen as
+// devices estimated to end in half the time they took, whose estimates then set the first looks
+// of every device like them).
+func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, hi time.Duration) time.Duration {
+	seen := dev.ObservedAt
+	if seen.IsZero() || seen.After(now) {
+		seen = now
+	}
 	var elapsed time.Duration
 	if !dev.CreatedAt.IsZero() {
-		elapsed = max(0, now.Sub(dev.CreatedAt))
+		elapsed = max(0, seen.Sub(dev.CreatedAt))
 	}
-	pm := s.scope.PacketMachine
-	kind := pm.Spec.MachineType + "/" + pm.Spec.OS
 	pct := float64(dev.ProvisioningPercentage)
 	var rate float64
 	if dev.State == packet.DeviceStateProvisioning {
-		rate = s.opts.Progress.observe(dev.ID, now, pct)
+		rate = p.observe(dev.ID, seen, pct)
 		if rate > 0 && pct < 100 && !dev.CreatedAt.IsZero() {
-			s.opts.Progress.learn(kind, now, elapsed+timeToEnd(pct, rate))
+			p.learn(kind, now, elapsed+timeToEnd(pct, rate))
 		}
 	}
-	return pollInterval(elapsed, pct, rate, s.opts.Progress.typical(kind, now), s.opts.PollMin, s.opts.PollMax)
+	return max(lo, pollInterval(elapsed, pct, rate, p.typical(kind, now), lo, hi)-now.Sub(seen))
 }
 
 // pollInterval is twice the time spent (bounded by lo and hi) until a percentage is known, or,

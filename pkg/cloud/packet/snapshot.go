@@ -295,6 +295,7 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	}
 	c.snapshots.mu.Lock()
 	defer c.snapshots.mu.Unlock()
+	carryFirstReadings(p.devices, devices)
 	p.takenAt, p.devices, p.tooBig, p.onePage = takenAt, devices, devices == nil, page == 1
 	for id, d := range p.created {
 		if d.at.Before(takenAt) {
@@ -302,4 +303,25 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 		}
 	}
 	return listing{devices: devices, takenAt: takenAt, onePage: p.onePage}, nil
+}
+
+// carryFirstReadings gives each provisioning device of a new list the first percentage an
+// earlier list showed of it, carried from list to list while it provisions and progresses.
+func carryFirstReadings(earlier, devices map[string]Device) {
+	for id, d := range devices {
+		before, ok := earlier[id]
+		if !ok || d.State != DeviceStateProvisioning || before.State != DeviceStateProvisioning ||
+			d.ProvisioningPercentage < before.ProvisioningPercentage {
+			continue
+		}
+		switch {
+		case before.FirstReading != nil:
+			d.FirstReading = before.FirstReading
+		case before.ProvisioningPercentage > 0 && !before.ObservedAt.IsZero():
+			d.FirstReading = &Reading{At: before.ObservedAt, Percentage: before.ProvisioningPercentage}
+		default:
+			continue
+		}
+		devices[id] = d
+	}
 }

@@ -391,3 +391,34 @@ func TestSnapshotDevicesMatchReadsByIDFieldForField(t *testing.T) {
 		t.Fatalf("the spot device is not spot: %+v", got)
 	}
 }
+
+// A provisioning device's first percentage in a list is carried by the lists after it, so its
+// rate is known at its first look when other looks listed the project before.
+func TestListsCarryTheFirstPercentageOfAProvisioningDevice(t *testing.T) {
+	ctx := context.Background()
+	sim, c := newSnapshotSim(t, time.Nanosecond) // every look lists
+	d := createDevices(t, c, 1)[0]
+	look := func(advance time.Duration) *packet.Device {
+		t.Helper()
+		sim.Advance(advance)
+		got, err := c.DeviceStatus(ctx, project, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := look(4 * time.Second) // fast timing: 2 s queued, then 10 s provisioning
+	if first.State != packet.DeviceStateProvisioning || first.ProvisioningPercentage <= 0 || first.FirstReading != nil {
+		t.Fatalf("first list: %s at %v%%, first reading %+v; want provisioning, a percentage, none", first.State, first.ProvisioningPercentage, first.FirstReading)
+	}
+	want := packet.Reading{At: first.ObservedAt, Percentage: first.ProvisioningPercentage}
+	for i := range 2 {
+		got := look(3 * time.Second)
+		if got.FirstReading == nil || *got.FirstReading != want || got.ProvisioningPercentage <= want.Percentage {
+			t.Fatalf("list %d: %v%%, first reading %+v; want more than, and the first reading, %+v", i+2, got.ProvisioningPercentage, got.FirstReading, want)
+		}
+	}
+	if active := look(10 * time.Second); active.State != packet.DeviceStateActive || active.FirstReading != nil {
+		t.Fatalf("once active: %s, first reading %+v; want active, none", active.State, active.FirstReading)
+	}
+}

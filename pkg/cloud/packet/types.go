@@ -29,11 +29,21 @@ type Device struct {
 	// many looks may be a few seconds old, and a provisioning percentage is only as good as
 	// the time it was read at. Zero when unknown.
 	ObservedAt time.Time
+	// FirstReading is the first provisioning percentage an earlier list of the project showed
+	// of this provisioning, when the client kept one: the lists other devices' looks asked for
+	// give a device's rate before its own second look.
+	FirstReading *Reading
 	// SpotInstance is set for a device bought on the spot market.
 	SpotInstance bool
 	// TerminationTime is when Packet deletes the device (a spot device that was outbid, or a
 	// time set at create); zero when none is set.
 	TerminationTime time.Time
+}
+
+// Reading is a provisioning percentage and when Packet answered with it.
+type Reading struct {
+	At         time.Time
+	Percentage float32
 }
 
 // DeviceAddress is an IP address assigned to a device.

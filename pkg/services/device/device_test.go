@@ -140,8 +140,8 @@ func TestNextLookCountsFromWhenPacketShowedTheDevice(t *testing.T) {
 		return &packet.Device{ID: id, State: packet.DeviceStateProvisioning, CreatedAt: t0,
 			ObservedAt: t0.Add(at), ProvisioningPercentage: float32(at.Seconds())}
 	}
-	if got, want := p.nextLook(seenAt("d1", 10*time.Second), "k", t0.Add(12*time.Second), lo, hi), 18*time.Second; got != want {
-		t.Errorf("first look = %s, want %s (twice the 10 s spent when Packet showed it, counted from then)", got, want)
+	if got, want := p.nextLook(seenAt("d1", 10*time.Second), "k", t0.Add(12*time.Second), lo, hi), 16*time.Second; got != want {
+		t.Errorf("first look = %s, want %s (twice the 9–10 s spent when Packet showed it, counted from then)", got, want)
 	}
 	// Seen at 30 s, 30%: 70 s to go at the measured 1%/s; counted from the looks (12 s and
 	// 30 s apart for 20 percent) the rate would be 1.1%/s and the look 7 s early.
@@ -152,12 +152,27 @@ func TestNextLookCountsFromWhenPacketShowedTheDevice(t *testing.T) {
 		t.Errorf("learned creation-to-end = %s, want 1m40s", d)
 	}
 	queued := &packet.Device{ID: "d2", State: packet.DeviceStateQueued, CreatedAt: t0.Add(20 * time.Second), ObservedAt: t0.Add(30 * time.Second)}
-	if got, want := p.nextLook(queued, "k", t0.Add(32*time.Second), lo, hi), 88*time.Second+estimateMargin; got != want {
-		t.Errorf("look at a queued device like it = %s, want %s (its typical end, counted from now)", got, want)
+	if got, want := p.nextLook(queued, "k", t0.Add(32*time.Second), lo, hi), 89*time.Second+estimateMargin; got != want {
+		t.Errorf("look at a queued device like it = %s, want %s (its typical end, counted from now and from the end of its created_at second)", got, want)
 	}
 	unknown := &packet.Device{ID: "d3", State: packet.DeviceStateQueued, CreatedAt: t0}
-	if got := p.nextLook(unknown, "other", t0.Add(15*time.Second), lo, hi); got != 30*time.Second {
-		t.Errorf("look at a device seen at an unknown time = %s, want 30s (counted from now)", got)
+	if got := p.nextLook(unknown, "other", t0.Add(15*time.Second), lo, hi); got != 28*time.Second {
+		t.Errorf("look at a device seen at an unknown time = %s, want 28s (counted from now)", got)
+	}
+}
+
+func TestNextLookAimsAtTheEndFromTheFirstReadingOfEarlierLists(t *testing.T) {
+	lo, hi := 10*time.Second, 2*time.Minute
+	t0 := time.Unix(1000, 0)
+	dev := &packet.Device{ID: "d", State: packet.DeviceStateProvisioning, CreatedAt: t0, ObservedAt: t0.Add(10 * time.Second),
+		ProvisioningPercentage: 10, FirstReading: &packet.Reading{At: t0.Add(5 * time.Second), Percentage: 5}}
+	if got, want := NewProgress().nextLook(dev, "k", t0.Add(10*time.Second), lo, hi), 90*time.Second+estimateMargin; got != want {
+		t.Errorf("first look with a first reading = %s, want %s (1%%/s measured since it)", got, want)
+	}
+	p := NewProgress()
+	p.observe("d", t0.Add(8*time.Second), 6) // its own look, later than the list's reading
+	if got, want := p.nextLook(dev, "k", t0.Add(10*time.Second), lo, hi), 45*time.Second+estimateMargin; got != want {
+		t.Errorf("look after its own reading = %s, want %s (the rate since its own look, 2%%/s)", got, want)
 	}
 }
 

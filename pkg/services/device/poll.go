@@ -10,8 +10,10 @@ import (
 // Polling. Bare metal takes minutes to provision and each look costs an API call from the
 // project's budget, so the interval grows with the time already spent; once Packet reports a
 // provisioning percentage the next look is aimed at the estimated end, so the machine is
-// reported provisioned soon after the device is active. A device like others provisioned lately
-// (same plan and operating system) has its first looks aimed at when those were done instead.
+// reported provisioned soon after the device is active. The rate comes from two readings: two
+// looks, or a look and the first percentage that an earlier list of the project (asked for by
+// another machine's look) showed. A device like others provisioned lately (same plan and
+// operating system) has its first looks aimed at when those were done instead.
 
 // estimateMargin is added to an estimated end so the look lands just after it: as far after it
 // as the project's device list that answers the look may be old, so that list was taken after
@@ -35,16 +37,23 @@ func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, 
 	if seen.IsZero() || seen.After(now) {
 		seen = now
 	}
-	var elapsed time.Duration
+	// Packet gives created_at to the second, so the device was created up to a second after
+	// it: durations learned from it err long, and looks aimed from it (elapsed) land late,
+	// never early.
+	var sinceCreated, elapsed time.Duration
 	if !dev.CreatedAt.IsZero() {
-		elapsed = max(0, seen.Sub(dev.CreatedAt))
+		sinceCreated = max(0, seen.Sub(dev.CreatedAt))
+		elapsed = max(0, sinceCreated-time.Second)
 	}
 	pct := float64(dev.ProvisioningPercentage)
 	var rate float64
 	if dev.State == packet.DeviceStateProvisioning {
+		if r := dev.FirstReading; r != nil && r.At.Before(seen) {
+			p.seed(dev.ID, r.At, float64(r.Percentage))
+		}
 		rate = p.observe(dev.ID, seen, pct)
 		if rate > 0 && pct < 100 && !dev.CreatedAt.IsZero() {
-			p.learn(kind, now, elapsed+timeToEnd(pct, rate))
+			p.learn(kind, now, sinceCreated+timeToEnd(pct, rate))
 		}
 	}
 	return max(lo, pollInterval(elapsed, pct, rate, p.typical(kind, now), lo, hi)-now.Sub(seen))
@@ -171,6 +180,18 @@ func (p *Progress) observe(id string, at time.Time, pct float64) float64 {
 		return 0
 	}
 	return (pct - prev.pct) / at.Sub(prev.at).Seconds()
+}
+
+// seed records pct for the device at at, unless a reading of it is already known.
+func (p *Progress) seed(id string, at time.Time, pct float64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.samples[id]; !ok {
+		p.samples[id] = progressSample{at: at, pct: pct}
+	}
 }
 
 // Forget drops what is known of a device that is no longer provisioning.

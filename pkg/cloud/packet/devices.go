@@ -2,13 +2,16 @@ package packet
 
 import (
 	"context"
+	"time"
 
 	"github.com/packethost/packngo"
 )
 
 func (c *client) GetDevice(ctx context.Context, id string) (*Device, error) {
 	var d *packngo.Device
+	var sent time.Time
 	err := c.do(ctx, "GET /devices/{id}", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		sent = c.now()
 		d, resp, err = api.Devices.Get(id, &packngo.GetOptions{Includes: []string{"hardware_reservation", "metro"}})
 		return resp, err
 	})
@@ -16,7 +19,7 @@ func (c *client) GetDevice(ctx context.Context, id string) (*Device, error) {
 		return nil, err
 	}
 	dev := toDevice(d)
-	dev.ObservedAt = c.now()
+	dev.ObservedAt = sent
 	return dev, nil
 }
 
@@ -27,7 +30,9 @@ func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags .
 		opts = opts.Filter("tag", tags[0])
 	}
 	var devices []packngo.Device
+	var sent time.Time
 	err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		sent = c.now()
 		devices, resp, err = api.Devices.List(projectID, opts)
 		return resp, err
 	})
@@ -35,11 +40,10 @@ func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags .
 		return nil, err
 	}
 	var found []Device
-	answered := c.now()
 	for i := range devices {
 		if hasAllTags(devices[i].Tags, tags) {
 			dev := toDevice(&devices[i])
-			dev.ObservedAt = answered
+			dev.ObservedAt = sent
 			found = append(found, *dev)
 		}
 	}
@@ -71,7 +75,9 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 		create.IPAddresses = []packngo.IPAddressCreateRequest{{AddressFamily: 4, Public: false}}
 	}
 	var d *packngo.Device
+	var sent time.Time
 	err := c.do(ctx, "POST /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		sent = c.now()
 		d, resp, err = api.Devices.Create(create)
 		return resp, err
 	})
@@ -79,7 +85,7 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 		return nil, err
 	}
 	dev := toDevice(d)
-	dev.ObservedAt = c.now()
+	dev.ObservedAt = sent
 	if c.snapshots != nil {
 		c.snapshots.addCreated(req.ProjectID, *dev)
 	}

@@ -269,19 +269,20 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	for ; ; page++ {
 		opts := snapshotListOptions(page, c.snapshots.pageSize)
 		var list devicesPage
+		var sent time.Time
 		err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (*packngo.Response, error) {
+			sent = c.snapshots.now()
 			return api.DoRequest("GET", opts.WithQuery(path.Join("/projects", projectID, "devices")), nil, &list)
 		})
 		if err != nil {
 			return listing{}, err
 		}
 		// takenAt, when the list was asked for, is what "a list taken after X" means; a
-		// device's percentage is as of its page's answer, which may come seconds later
-		// (the request waits its turn in the rate limiter).
-		answered := c.snapshots.now()
+		// device's percentage is as of its page's request, which may be sent seconds later
+		// (it waits its turn in the rate limiter).
 		for i := range list.Devices {
 			dev := list.Devices[i].device()
-			dev.ObservedAt = answered
+			dev.ObservedAt = sent
 			devices[dev.ID] = dev
 		}
 		if len(devices) > maxSnapshotDevices {

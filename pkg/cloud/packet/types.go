@@ -25,9 +25,11 @@ type Device struct {
 	LastEvent string
 	Addresses []DeviceAddress
 	CreatedAt time.Time
-	// ObservedAt is when Packet answered with this view of the device: a list that answers
-	// many looks may be a few seconds old, and a provisioning percentage is only as good as
-	// the time it was read at. Zero when unknown.
+	// ObservedAt is when the request Packet answered with this view of the device was sent: a
+	// list that answers many looks may be a few seconds old, and a provisioning percentage is
+	// only as good as the time it was read at. Sent, not answered: Packet computes the
+	// percentage as it starts its answer, and a page of a thousand devices takes up to a second
+	// to send and decode on a busy manager (seen as rates off by a quarter). Zero when unknown.
 	ObservedAt time.Time
 	// FirstReading is the first provisioning percentage an earlier list of the project showed
 	// of this provisioning, when the client kept one: the lists other devices' looks asked for

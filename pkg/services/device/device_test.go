@@ -52,7 +52,7 @@ func TestPollIntervalGrowsWithTimeAndAimsAtTheEstimatedEnd(t *testing.T) {
 		{"queued long", 10 * time.Minute, 0, 0, hi},
 		{"measured rate, far from the end", 2 * time.Minute, 20, 1.0 / 3, hi},
 		{"measured rate, near the end", 5 * time.Minute, 90, 1.0 / 3, 30*time.Second + estimateMargin},
-		{"measured rate, almost done", 5 * time.Minute, 99, 1.0 / 3, lo},
+		{"measured rate, almost done: when it is due, sooner than lo", 5 * time.Minute, 99, 1.0 / 3, 3*time.Second + estimateMargin},
 		{"single sample only shortens", 100 * time.Second, 50, 0, 100*time.Second + estimateMargin},
 		{"packet says 100%", 6 * time.Minute, 100, 0, lo},
 	} {
@@ -147,6 +147,9 @@ func TestNextLookCountsFromWhenPacketShowedTheDevice(t *testing.T) {
 	// 30 s apart for 20 percent) the rate would be 1.1%/s and the look 7 s early.
 	if got, want := p.nextLook(seenAt("d1", 30*time.Second), "k", t0.Add(30*time.Second), lo, hi), 70*time.Second+estimateMargin; got != want {
 		t.Errorf("look after a measured rate = %s, want %s", got, want)
+	}
+	if got, want := p.nextLook(seenAt("d1", 97*time.Second), "k", t0.Add(99*time.Second), lo, hi), 3*time.Second+estimateMargin; got != want {
+		t.Errorf("look near a measured end = %s, want %s (when it is due, sooner than lo)", got, want)
 	}
 	if d := p.typical("k", t0.Add(30*time.Second)); d != 100*time.Second {
 		t.Errorf("learned creation-to-end = %s, want 1m40s", d)

@@ -56,14 +56,18 @@ func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, 
 			p.learn(kind, now, sinceCreated+timeToEnd(pct, rate))
 		}
 	}
-	return max(lo, pollInterval(elapsed, pct, rate, p.typical(kind, now), lo, hi)-now.Sub(seen))
+	// Counted from when Packet showed the device; no sooner than lo, unless the interval is
+	// shorter itself (a measured end is near).
+	interval := pollInterval(elapsed, pct, rate, p.typical(kind, now), lo, hi)
+	return max(min(lo, interval), interval-now.Sub(seen))
 }
 
 // pollInterval is twice the time spent (bounded by lo and hi) until a percentage is known, or,
 // when devices like this one lately took typical from creation to the end, the time left until
 // then. With a percentage, the remaining time is estimated from the measured rate (percent per
-// second), or, with a single observation, from the rate since creation — a lower bound, as it
-// counts the time spent queued, so that estimate only ever shortens the interval.
+// second; then the interval may be shorter than lo), or, with a single observation, from the
+// rate since creation — a lower bound, as it counts the time spent queued, so that estimate only
+// ever shortens the interval.
 func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi time.Duration) time.Duration {
 	interval := clamp(2*elapsed, lo, hi)
 	if typical > elapsed {
@@ -84,7 +88,10 @@ func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi time
 	}
 	remaining := timeToEnd(pct, rate) + estimateMargin
 	if measured {
-		return clamp(remaining, lo, hi)
+		// Sooner than lo when the measured end is near: a look that landed a moment before the
+		// end (estimates of a fleet differ by a second or two) would otherwise report the
+		// machine lo late. It happens once: a look that finds no progress measures no rate.
+		return min(remaining, hi)
 	}
 	return clamp(min(interval, remaining), lo, hi)
 }

@@ -186,15 +186,14 @@ func (c *client) listedSnapshot(ctx context.Context, projectID string, p *projec
 }
 
 // DeviceStatus answers from the project's snapshot when it shows the device, and otherwise
-// reads the device by ID: missing from a list is no evidence of anything. A failed device is
-// read by ID too: lists leave out the provisioning events that say why it failed.
+// reads the device by ID: missing from a list is no evidence of anything.
 func (c *client) DeviceStatus(ctx context.Context, projectID, id string) (*Device, error) {
 	if c.snapshots == nil || projectID == "" {
 		return c.GetDevice(ctx, id)
 	}
 	// On any trouble with the list, do what a caller without a snapshot does.
 	if devices, created, err := c.snapshot(ctx, projectID); err == nil {
-		if dev, found := devices[id]; found && dev.State != DeviceStateFailed {
+		if dev, found := devices[id]; found {
 			return &dev, nil
 		}
 		if i := slices.IndexFunc(created, func(d Device) bool { return d.ID == id }); i >= 0 {
@@ -253,14 +252,12 @@ func (c *client) RecentDevicesByTags(ctx context.Context, projectID string, tags
 }
 
 // snapshotListOptions asks for a page of devices as packngo's Devices.List does (it adds
-// facility), but with the plan, operating system, network ports and provisioning events as
-// references only: the provider reads none of them from a list (the last event only of a failed
-// device, which DeviceStatus reads by ID), and they are over a third of its bytes (of a
-// thousand devices the simulator sends, 1.9 of 6.9 MB, then 1.1 of 5.3 MB), each decoded at
-// every refresh.
+// facility), but with the plan, operating system and network ports as references only: the
+// provider reads none of them from a list, and they are over a quarter of its bytes (of a
+// thousand devices the simulator sends, 1.9 of 6.9 MB), each decoded at every refresh.
 func snapshotListOptions(page, perPage int) *packngo.ListOptions {
 	return &packngo.ListOptions{Page: page, PerPage: perPage, Includes: []string{"facility", "hardware_reservation", "metro"},
-		Excludes: []string{"plan", "operating_system", "network_ports", "provisioning_events"}}
+		Excludes: []string{"plan", "operating_system", "network_ports"}}
 }
 
 // refreshSnapshot lists the project's devices page by page and stores them. A project with more

@@ -65,12 +65,10 @@ func calls(sim *packetsim.Server, before map[string]int) map[string]int {
 	return out
 }
 
-// sameView compares two answers about a device, but for when each was given and the last
-// provisioning event, which lists leave out.
+// sameView compares two answers about a device, but for when each was given.
 func sameView(a, b *packet.Device) bool {
 	x, y := *a, *b
 	x.ObservedAt, y.ObservedAt = time.Time{}, time.Time{}
-	x.LastEvent, y.LastEvent = "", ""
 	return reflect.DeepEqual(x, y)
 }
 
@@ -382,7 +380,7 @@ func TestSnapshotDevicesMatchReadsByIDFieldForField(t *testing.T) {
 			t.Fatalf("from the list: %+v\nby ID:         %+v", got, want)
 		}
 		if got.ProjectID != project || got.Facility == "" || got.Metro == "" || len(got.Addresses) == 0 ||
-			got.CreatedAt.IsZero() || got.ObservedAt.IsZero() || len(got.Tags) == 0 {
+			got.LastEvent == "" || got.CreatedAt.IsZero() || got.ObservedAt.IsZero() || len(got.Tags) == 0 {
 			t.Fatalf("fields missing from %+v", got)
 		}
 	}
@@ -422,35 +420,5 @@ func TestListsCarryTheFirstPercentageOfAProvisioningDevice(t *testing.T) {
 	}
 	if active := look(10 * time.Second); active.State != packet.DeviceStateActive || active.FirstReading != nil {
 		t.Fatalf("once active: %s, first reading %+v; want active, none", active.State, active.FirstReading)
-	}
-}
-
-// Lists leave out provisioning events; a failed device is read by ID, for the event that says
-// why it failed.
-func TestDeviceStatusReadsAFailedDeviceByIDForItsLastEvent(t *testing.T) {
-	ctx := context.Background()
-	sim, c := newSnapshotSim(t, time.Hour)
-	devices := createDevices(t, c, 2)
-	sim.Advance(time.Hour)
-	if err := sim.SetDeviceState(devices[0].ID, packetsim.StateFailed); err != nil {
-		t.Fatal(err)
-	}
-	before := sim.Counters()
-	failed, err := c.DeviceStatus(ctx, project, devices[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	active, err := c.DeviceStatus(ctx, project, devices[1].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if failed.State != packet.DeviceStateFailed || failed.LastEvent == "" {
-		t.Errorf("failed device: %s, last event %q; want failed, with its event", failed.State, failed.LastEvent)
-	}
-	if active.State != packet.DeviceStateActive {
-		t.Errorf("other device: %s, want active", active.State)
-	}
-	if got := calls(sim, before); got[listRoute] != 1 || got[getRoute] != 1 {
-		t.Errorf("calls = %v, want one list (answering the active device) and one read (the failed one)", got)
 	}
 }

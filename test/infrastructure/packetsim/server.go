@@ -272,19 +272,30 @@ func routeOf(r *http.Request) string {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	// record is called once, when the status is set and before any of the answer is sent: a
+	// body larger than the server's buffer goes out during the handler, and a client reading
+	// it by its length could otherwise see the answer before the recorder counted it.
+	record   func()
+	recorded bool
 }
 
-func (w *statusWriter) WriteHeader(code int) {
+func (w *statusWriter) setStatus(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	if !w.recorded && w.record != nil {
+		w.recorded = true
+		w.record()
+	}
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.setStatus(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.setStatus(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -295,13 +306,14 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	lbRoute, isLBaaS := s.matchRoute(r)
 	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/") || isLBaaS
 	body := bufferBody(r, isAPI)
+	w.record = func() { s.finish(w, r, start, isAPI, body) }
 	defer func() {
 		p := recover()
 		if p != nil && p != http.ErrAbortHandler && w.status == 0 { //nolint:errorlint // recover() returns the sentinel itself
 			// Last resort only: handlers return 4xx for every bad input.
 			s.writeError(w, errorf(http.StatusInternalServerError, msgOhSnap))
 		}
-		s.finish(w, r, start, isAPI, body)
+		w.setStatus(http.StatusOK) // records an answer that wrote nothing
 		if p == http.ErrAbortHandler { //nolint:errorlint // recover() returns the sentinel itself
 			panic(p)
 		}

@@ -313,7 +313,8 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 			// Last resort only: handlers return 4xx for every bad input.
 			s.writeError(w, errorf(http.StatusInternalServerError, msgOhSnap))
 		}
-		w.setStatus(http.StatusOK) // records an answer that wrote nothing
+		// Records an answer that wrote nothing.
+		w.setStatus(http.StatusOK)
 		if p == http.ErrAbortHandler { //nolint:errorlint // recover() returns the sentinel itself
 			panic(p)
 		}

@@ -42,7 +42,7 @@ type Device struct {
 	TerminationTime time.Time
 }
 
-// Reading is a provisioning percentage and when Packet answered with it.
+// Reading is a provisioning percentage and when the request Packet answered with it was sent.
 type Reading struct {
 	At         time.Time
 	Percentage float32

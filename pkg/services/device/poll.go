@@ -90,7 +90,7 @@ func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi time
 	if measured {
 		// Sooner than lo when the measured end is near: a look that landed a moment before the
 		// end (estimates of a fleet differ by a second or two) would otherwise report the
-		// machine lo late. It happens once: a look that finds no progress measures no rate.
+		// machine lo late. It stops at the first look that finds no progress (no rate).
 		return min(remaining, hi)
 	}
 	return clamp(min(interval, remaining), lo, hi)

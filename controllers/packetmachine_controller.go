@@ -63,8 +63,9 @@ type PacketMachineReconciler struct {
 
 	// PollMin and PollMax bound how often a provisioning or deprovisioning device is looked at
 	// (defaults 10s and 2m; a look at a measured end that is near may come sooner than
-	// PollMin, until a look finds no progress); CreateConfirmWindow is how long an unanswered create may take to
-	// show in Packet's lists (default 2m). Now is the clock they are measured with (time.Now).
+	// PollMin, until a look finds no progress); CreateConfirmWindow is how long an unanswered
+	// create may take to show in Packet's lists (default 2m). Now is the clock they are
+	// measured with (time.Now).
 	PollMin, PollMax    time.Duration
 	CreateConfirmWindow time.Duration
 	Now                 func() time.Time

@@ -270,6 +270,17 @@ func (c *client) do(ctx context.Context, operation string, call func(api *packng
 	return e
 }
 
+// doObserved is do, also returning when the call was sent (after the budget's wait): the time a
+// device's answer shows it at (Device.ObservedAt).
+func (c *client) doObserved(ctx context.Context, operation string, call func(api *packngo.Client) (*packngo.Response, error)) (time.Time, error) {
+	var sent time.Time
+	err := c.do(ctx, operation, func(api *packngo.Client) (*packngo.Response, error) {
+		sent = c.now()
+		return call(api)
+	})
+	return sent, err
+}
+
 // shortRateLimitPause is the longest pause after a 429 that callers wait out, as they wait for
 // the client's own limiter, instead of failing at once. Packet's usual Retry-After is a second:
 // failing every call meanwhile had each machine that happened to reconcile record the 429 in its

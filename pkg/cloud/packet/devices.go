@@ -2,16 +2,13 @@ package packet
 
 import (
 	"context"
-	"time"
 
 	"github.com/packethost/packngo"
 )
 
 func (c *client) GetDevice(ctx context.Context, id string) (*Device, error) {
 	var d *packngo.Device
-	var sent time.Time
-	err := c.do(ctx, "GET /devices/{id}", func(api *packngo.Client) (resp *packngo.Response, err error) {
-		sent = c.now()
+	sent, err := c.doObserved(ctx, "GET /devices/{id}", func(api *packngo.Client) (resp *packngo.Response, err error) {
 		d, resp, err = api.Devices.Get(id, &packngo.GetOptions{Includes: []string{"hardware_reservation", "metro"}})
 		return resp, err
 	})
@@ -30,9 +27,7 @@ func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags .
 		opts = opts.Filter("tag", tags[0])
 	}
 	var devices []packngo.Device
-	var sent time.Time
-	err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
-		sent = c.now()
+	sent, err := c.doObserved(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
 		devices, resp, err = api.Devices.List(projectID, opts)
 		return resp, err
 	})
@@ -75,9 +70,7 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 		create.IPAddresses = []packngo.IPAddressCreateRequest{{AddressFamily: 4, Public: false}}
 	}
 	var d *packngo.Device
-	var sent time.Time
-	err := c.do(ctx, "POST /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
-		sent = c.now()
+	sent, err := c.doObserved(ctx, "POST /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
 		d, resp, err = api.Devices.Create(create)
 		return resp, err
 	})

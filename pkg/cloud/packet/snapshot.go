@@ -269,9 +269,7 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	for ; ; page++ {
 		opts := snapshotListOptions(page, c.snapshots.pageSize)
 		var list devicesPage
-		var sent time.Time
-		err := c.do(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (*packngo.Response, error) {
-			sent = c.snapshots.now()
+		sent, err := c.doObserved(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (*packngo.Response, error) {
 			return api.DoRequest("GET", opts.WithQuery(path.Join("/projects", projectID, "devices")), nil, &list)
 		})
 		if err != nil {

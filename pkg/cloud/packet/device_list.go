@@ -1,7 +1,10 @@
 package packet
 
 import (
+	"bytes"
+	"encoding/json"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/packethost/packngo"
@@ -71,6 +74,26 @@ type codeOnly struct {
 // devicesPage is one page of GET /projects/{id}/devices.
 type devicesPage struct {
 	Devices []listedDevice `json:"devices"`
+}
+
+// pageBuffers hold a page of devices while it is decoded. packngo decodes an answer as it
+// arrives, with a json.Decoder that grows its buffer by doubling: for a page of a thousand
+// devices (about 5 MB) that growth, its clearing and copying, and the many small reads were
+// over a third of the snapshot's refresh (a 150 s profile at N = 1000: 1.8 of 4.7 s). A page is
+// read whole into a buffer the last page left large enough, and decoded in one go.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// getPage asks for one page of devices at path and decodes it into page.
+func getPage(api *packngo.Client, path string, page *devicesPage) (*packngo.Response, error) {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer pageBuffers.Put(buf)
+	buf.Reset()
+	// packngo copies the body of a successful answer into a Writer instead of decoding it.
+	resp, err := api.DoRequest("GET", path, nil, buf)
+	if err != nil {
+		return resp, err
+	}
+	return resp, json.Unmarshal(buf.Bytes(), page)
 }
 
 // toDevice converts a device packngo decoded (a read by ID, a create's answer) the same way.

@@ -41,6 +41,39 @@ func BenchmarkDecodeDeviceList(b *testing.B) {
 	})
 }
 
+// BenchmarkGetDevicePage asks a server that answers with the same page for it through packngo,
+// decoded as packngo does (a json.Decoder on the body) and as getPage does (the body read whole
+// into a pooled buffer first). The server's own cost is in both.
+// `go test ./pkg/cloud/packet -run x -bench GetDevicePage -benchmem`; figures in docs/performance.md.
+func BenchmarkGetDevicePage(b *testing.B) {
+	page := thousandDevicesPage(b)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(page)
+	}))
+	b.Cleanup(srv.Close)
+	api, err := packngo.NewClientWithBaseURL("bench", packetsim.DefaultToken, srv.Client(), srv.URL+"/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("packngo's json.Decoder", func(b *testing.B) {
+		for range b.N {
+			var list devicesPage
+			if _, err := api.DoRequest(http.MethodGet, "devices", nil, &list); err != nil || len(list.Devices) != 1000 {
+				b.Fatal(err, len(list.Devices))
+			}
+		}
+	})
+	b.Run("getPage", func(b *testing.B) {
+		for range b.N {
+			var list devicesPage
+			if _, err := getPage(api, "devices", &list); err != nil || len(list.Devices) != 1000 {
+				b.Fatal(err, len(list.Devices))
+			}
+		}
+	})
+}
+
 func thousandDevicesPage(b *testing.B) []byte {
 	b.Helper()
 	seed := packetsim.DefaultSeed()

@@ -270,7 +270,7 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 		opts := snapshotListOptions(page, c.snapshots.pageSize)
 		var list devicesPage
 		sent, err := c.doObserved(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (*packngo.Response, error) {
-			return api.DoRequest("GET", opts.WithQuery(path.Join("/projects", projectID, "devices")), nil, &list)
+			return getPage(api, opts.WithQuery(path.Join("/projects", projectID, "devices")), &list)
 		})
 		if err != nil {
 			return listing{}, err

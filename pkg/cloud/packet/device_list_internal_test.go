@@ -43,7 +43,7 @@ func BenchmarkDecodeDeviceList(b *testing.B) {
 
 // BenchmarkGetDevicePage asks a server that answers with the same page for it through packngo,
 // decoded as packngo does (a json.Decoder on the body) and as getPage does (the body read whole
-// into a pooled buffer first). The server's own cost is in both.
+// into a buffer of the expected size, or of none, first). The server's own cost is in all.
 // `go test ./pkg/cloud/packet -run x -bench GetDevicePage -benchmem`; figures in docs/performance.md.
 func BenchmarkGetDevicePage(b *testing.B) {
 	page := thousandDevicesPage(b)
@@ -64,14 +64,16 @@ func BenchmarkGetDevicePage(b *testing.B) {
 			}
 		}
 	})
-	b.Run("getPage", func(b *testing.B) {
-		for range b.N {
-			var list devicesPage
-			if _, err := getPage(api, "devices", &list); err != nil || len(list.Devices) != 1000 {
-				b.Fatal(err, len(list.Devices))
+	for _, hint := range []int{0, len(page)} {
+		b.Run(fmt.Sprintf("getPage, expecting %d bytes", hint), func(b *testing.B) {
+			for range b.N {
+				var list devicesPage
+				if _, size, err := getPage(api, "devices", hint, &list); err != nil || len(list.Devices) != 1000 || size != len(page) {
+					b.Fatal(err, len(list.Devices), size)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 func thousandDevicesPage(b *testing.B) []byte {

@@ -65,10 +65,12 @@ func calls(sim *packetsim.Server, before map[string]int) map[string]int {
 	return out
 }
 
-// sameView compares two answers about a device, but for when each was given.
+// sameView compares two answers about a device, but for when each was given and the last
+// provisioning event, which lists leave out.
 func sameView(a, b *packet.Device) bool {
 	x, y := *a, *b
 	x.ObservedAt, y.ObservedAt = time.Time{}, time.Time{}
+	x.LastEvent, y.LastEvent = "", ""
 	return reflect.DeepEqual(x, y)
 }
 
@@ -380,7 +382,7 @@ func TestSnapshotDevicesMatchReadsByIDFieldForField(t *testing.T) {
 			t.Fatalf("from the list: %+v\nby ID:         %+v", got, want)
 		}
 		if got.ProjectID != project || got.Facility == "" || got.Metro == "" || len(got.Addresses) == 0 ||
-			got.LastEvent == "" || got.CreatedAt.IsZero() || got.ObservedAt.IsZero() || len(got.Tags) == 0 {
+			got.CreatedAt.IsZero() || got.ObservedAt.IsZero() || len(got.Tags) == 0 {
 			t.Fatalf("fields missing from %+v", got)
 		}
 	}
@@ -420,5 +422,40 @@ func TestListsCarryTheFirstPercentageOfAProvisioningDevice(t *testing.T) {
 	}
 	if active := look(10 * time.Second); active.State != packet.DeviceStateActive || active.FirstReading != nil {
 		t.Fatalf("once active: %s, first reading %+v; want active, none", active.State, active.FirstReading)
+	}
+}
+
+// Lists leave out provisioning events; a failed device is asked for by a list filtered to it,
+// for the event that says why it failed, even when Packet answers 403 to reading it by ID.
+func TestDeviceStatusAsksForTheLastEventOfAFailedDevice(t *testing.T) {
+	for _, forbidden := range []bool{false, true} {
+		t.Run(fmt.Sprintf("403 on read by ID: %t", forbidden), func(t *testing.T) {
+			ctx := context.Background()
+			sim, c := newSnapshotSimPaged(t, time.Hour, 10)
+			devices := createDevices(t, c, 2)
+			sim.Advance(time.Hour)
+			sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultDeviceFail, ResourceID: devices[0].ID, Forbidden403: forbidden})
+			if _, err := c.GetDevice(ctx, devices[0].ID); packet.IsForbidden(err) != forbidden {
+				t.Fatalf("read by ID: %v, want 403: %t", err, forbidden)
+			}
+			before := sim.Counters()
+			failed, err := c.DeviceStatus(ctx, project, devices[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			active, err := c.DeviceStatus(ctx, project, devices[1].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if failed.State != packet.DeviceStateFailed || failed.LastEvent != "Provisioning failed" {
+				t.Errorf("failed device: %s, last event %q; want failed, with its event", failed.State, failed.LastEvent)
+			}
+			if active.State != packet.DeviceStateActive || active.LastEvent != "" {
+				t.Errorf("other device: %s, last event %q; want active, as the list shows it (no events)", active.State, active.LastEvent)
+			}
+			if got := calls(sim, before); got[listRoute] != 2 || got[getRoute] != 0 {
+				t.Errorf("calls = %v, want two lists (the project's, one page; one filtered to the failed device)", got)
+			}
+		})
 	}
 }

@@ -47,7 +47,7 @@ var _ = Describe("device fidelity", func() {
 	It("collapses the nested objects a list excludes to references, and keeps the others whole", func() {
 		d := e.createDevice()
 		provisioning(d.ID)
-		opts := &packngo.ListOptions{Includes: []string{"facility"}, Excludes: []string{"plan", "operating_system", "network_ports"}}
+		opts := &packngo.ListOptions{Includes: []string{"facility"}, Excludes: []string{"plan", "operating_system", "network_ports", "provisioning_events"}}
 		listed, _, err := e.client.Devices.List(packetsim.DefaultProjectID, opts)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(listed).To(HaveLen(1))
@@ -60,6 +60,11 @@ var _ = Describe("device fidelity", func() {
 		for _, p := range got.NetworkPorts {
 			Expect(p.Href).To(HaveField("Href", HavePrefix("/metal/v1/ports/")))
 			Expect(p.Name).To(BeEmpty(), "only an href")
+		}
+		Expect(got.ProvisionEvents).NotTo(BeEmpty())
+		for _, ev := range got.ProvisionEvents {
+			Expect(ev.Href).To(HavePrefix("/metal/v1/events/"))
+			Expect(ev.Body).To(BeEmpty(), "only an href")
 		}
 		Expect(got.Facility.Code).To(Equal(d.Facility.Code), "not excluded")
 		Expect(got.Network).NotTo(BeEmpty(), "not excluded")

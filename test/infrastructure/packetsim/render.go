@@ -29,7 +29,7 @@ type deviceJSON struct {
 	Facility               json.RawMessage `json:"facility"`
 	Metro                  json.RawMessage `json:"metro"`
 	Project                any             `json:"project"`
-	ProvisioningEvents     []eventJSON     `json:"provisioning_events,omitempty"`
+	ProvisioningEvents     any             `json:"provisioning_events,omitempty"` // []eventJSON, or []href when excluded
 	ProvisioningPercentage float64         `json:"provisioning_percentage,omitempty"`
 	UserData               string          `json:"userdata"`
 	User                   string          `json:"user"`
@@ -120,6 +120,13 @@ func (s *Server) collapseExcluded(out *deviceJSON, d *Device, inc includes) {
 	if inc.excludes("facility") {
 		out.Facility = ref("/facilities/" + s.catalog.facility(d.Facility).ID)
 	}
+	if events, ok := out.ProvisioningEvents.([]eventJSON); ok && inc.excludes("provisioning_events") {
+		refs := make([]href, 0, len(events))
+		for _, ev := range events {
+			refs = append(refs, href{Href: ev.Href})
+		}
+		out.ProvisioningEvents = refs
+	}
 	if inc.excludes("network_ports") {
 		refs := make([]href, 0, len(d.Ports))
 		for _, p := range d.Ports {
@@ -155,8 +162,12 @@ func renderProvisioning(out *deviceJSON, d *Device, now time.Time) {
 	if d.ProvisioningStarted.IsZero() {
 		return
 	}
+	events := make([]eventJSON, 0, len(d.Events))
 	for _, ev := range d.Events {
-		out.ProvisioningEvents = append(out.ProvisioningEvents, renderEvent(ev, d.ID))
+		events = append(events, renderEvent(ev, d.ID))
+	}
+	if len(events) > 0 {
+		out.ProvisioningEvents = events
 	}
 	if d.State == StateProvisioning || d.State == StateReinstalling {
 		pct := 100.0

@@ -77,7 +77,7 @@ type devicesPage struct {
 
 // getPage asks for one page of devices at path and decodes it into page, returning the page's
 // size in bytes. packngo would decode the answer as it arrives, with a json.Decoder that grows
-// its buffer by doubling: for a page of a thousand devices (about 5 MB) that growth, its
+// its buffer by doubling: for a page of a thousand devices (4–5 MB) that growth, its
 // clearing and copying, and the many small reads were over a third of the snapshot's refresh (a
 // 150 s profile at N = 1000: 1.8 of 4.7 s). The page is read whole into a buffer of the size the
 // caller expects, a little more, and decoded in one go (BenchmarkGetDevicePage).

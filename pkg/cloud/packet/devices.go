@@ -2,14 +2,19 @@ package packet
 
 import (
 	"context"
+	"slices"
 
 	"github.com/packethost/packngo"
 )
 
+// deviceIncludes expands, in a device read by ID or through a filtered list, the nested objects
+// whose IDs and codes Device carries.
+var deviceIncludes = []string{"hardware_reservation", "metro"}
+
 func (c *client) GetDevice(ctx context.Context, id string) (*Device, error) {
 	var d *packngo.Device
 	sent, err := c.doObserved(ctx, "GET /devices/{id}", func(api *packngo.Client) (resp *packngo.Response, err error) {
-		d, resp, err = api.Devices.Get(id, &packngo.GetOptions{Includes: []string{"hardware_reservation", "metro"}})
+		d, resp, err = api.Devices.Get(id, &packngo.GetOptions{Includes: deviceIncludes})
 		return resp, err
 	})
 	if err != nil {
@@ -26,6 +31,15 @@ func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags .
 		// Filter server-side on the most specific tag, then check the rest here.
 		opts = opts.Filter("tag", tags[0])
 	}
+	devices, err := c.listDevices(ctx, projectID, opts)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(devices, func(d Device) bool { return !hasAllTags(d.Tags, tags) }), nil
+}
+
+// listDevices lists the project's devices as packngo does (every page, nested objects whole).
+func (c *client) listDevices(ctx context.Context, projectID string, opts *packngo.ListOptions) ([]Device, error) {
 	var devices []packngo.Device
 	sent, err := c.doObserved(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
 		devices, resp, err = api.Devices.List(projectID, opts)
@@ -34,15 +48,13 @@ func (c *client) FindDevicesByTags(ctx context.Context, projectID string, tags .
 	if err != nil {
 		return nil, err
 	}
-	var found []Device
+	out := make([]Device, 0, len(devices))
 	for i := range devices {
-		if hasAllTags(devices[i].Tags, tags) {
-			dev := toDevice(&devices[i])
-			dev.ObservedAt = sent
-			found = append(found, *dev)
-		}
+		dev := toDevice(&devices[i])
+		dev.ObservedAt = sent
+		out = append(out, *dev)
 	}
-	return found, nil
+	return out, nil
 }
 
 func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*Device, error) {

@@ -214,15 +214,10 @@ func (c *client) DeviceStatus(ctx context.Context, projectID, id string) (*Devic
 // rather than reading it by ID: Packet answers 403 to reads of some failed devices, and lists
 // show them. On any trouble the device is returned as the snapshot has it.
 func (c *client) withLastEvent(ctx context.Context, projectID string, dev Device) *Device {
-	opts := (&packngo.ListOptions{PerPage: c.pageSize, Includes: []string{"hardware_reservation", "metro"}}).Filter("search", dev.ID)
-	var found []packngo.Device
-	sent, err := c.doObserved(ctx, "GET /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
-		found, resp, err = api.Devices.List(projectID, opts)
-		return resp, err
-	})
-	if i := slices.IndexFunc(found, func(d packngo.Device) bool { return d.ID == dev.ID }); err == nil && i >= 0 {
-		dev = *toDevice(&found[i])
-		dev.ObservedAt = sent
+	opts := (&packngo.ListOptions{PerPage: c.pageSize, Includes: deviceIncludes}).Filter("search", dev.ID)
+	found, err := c.listDevices(ctx, projectID, opts)
+	if i := slices.IndexFunc(found, func(d Device) bool { return d.ID == dev.ID }); err == nil && i >= 0 {
+		return &found[i]
 	}
 	return &dev
 }

@@ -11,14 +11,15 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// writeVerbs are the apiserver_request_total verbs that change an existing object. Creates and
-// deletes of PacketMachines are the workload's (Cluster API's part), not the manager's.
-var writeVerbs = []string{`verb="PATCH"`, `verb="UPDATE"`, `verb="APPLY"`}
+// writeVerbs are the apiserver_request_total verbs that change an existing object (the metric
+// names an update by its HTTP method, PUT). Creates and deletes of PacketMachines are the
+// workload's (Cluster API's part), not the manager's.
+var writeVerbs = []string{`verb="PATCH"`, `verb="PUT"`, `verb="APPLY"`}
 
 // apiserverRequests reads, from the kube-apiserver's own request metrics, how many times so far
-// PacketMachines (and their status) were patched or updated, keyed "packetmachines <verb>
-// [subresource]", and Secrets were read, keyed "secrets GET". It counts on the server's side,
-// so nothing the manager does unseen — a retried conflict, a second client — escapes it.
+// PacketMachines (and their status) were patched or updated, and Secrets were read
+// (countRequests). It counts on the server's side, so nothing the manager does unseen — a
+// retried conflict, a second client — escapes it.
 func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -28,8 +29,14 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float6
 	if err != nil {
 		return nil, err
 	}
+	return countRequests(raw)
+}
+
+// countRequests sums the apiserver_request_total lines of metrics that write PacketMachines,
+// keyed "packetmachines <verb> [subresource]", and those that read Secrets, keyed "secrets GET".
+func countRequests(metrics []byte) (map[string]float64, error) {
 	counts := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc := bufio.NewScanner(bytes.NewReader(metrics))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

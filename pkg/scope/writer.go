@@ -3,6 +3,7 @@ package scope
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,13 +15,14 @@ import (
 )
 
 // machineWriter writes a PacketMachine in as few requests as the API server allows: one merge
-// patch of metadata and spec, one of the status with its conditions, each only when it changed.
+// patch of metadata and spec, one update of the status with its conditions, each only when it
+// changed.
 //
 // Cluster API's patch helper, which the PacketCluster's scope uses, patches conditions in a
 // request of their own — a conflict-aware merge, for objects whose conditions several
 // controllers write — and then the rest of the status: two status writes whenever both change,
 // which is most reconciles of a machine being provisioned or deleted. Nothing but this
-// controller writes a PacketMachine's status (Cluster API only reads it), so one patch of the
+// controller writes a PacketMachine's status (Cluster API only reads it), so one write of the
 // whole status is as correct and costs the API server one request instead of two; with a
 // thousand machines behind one client rate limit, those requests are what bounds the wall time
 // (docs/performance.md).
@@ -66,30 +68,32 @@ func (w *machineWriter) writeObject(ctx context.Context, pm *infrav1.PacketMachi
 	return nil
 }
 
-// writeStatus patches pm's status, conditions included, if it changed. The patch carries the
-// resourceVersion this reconcile started from: a merge patch replaces the whole list of
-// conditions, so a reconcile that started from a cached copy older than the status this process
-// last wrote would put back the older conditions (a create's lost answer, say). The API server
-// refuses such a patch with a conflict, and the reconcile is retried from a newer copy.
+// writeStatus writes pm's status, conditions included, if it changed: the whole status, in an
+// update of the status subresource. Nothing but this controller writes a PacketMachine's status,
+// so there is nothing of anyone else's to merge with, and an update costs less than a merge
+// patch at both ends: no patch to compute here (two encodings of the object and a diff), none to
+// apply to the stored object in the API server, where applying patches was an eighth of its CPU
+// at ten thousand machines (docs/performance.md). The update carries the resourceVersion this
+// reconcile started from: a reconcile that started from a cached copy older than the status
+// this process last wrote would put back the older conditions (a create's lost answer, say).
+// The API server refuses it with a conflict, and the reconcile is retried from a newer copy.
 func (w *machineWriter) writeStatus(ctx context.Context, pm *infrav1.PacketMachine) error {
-	if equality.Semantic.DeepEqual(w.before.Status, pm.Status) {
+	if equality.Semantic.DeepEqual(w.before.Status, pm.Status) || sameJSON(w.before.Status, pm.Status) {
 		return nil
 	}
-	base := pm.DeepCopy()
-	base.Status = *w.before.Status.DeepCopy()
-	changed, err := client.MergeFrom(base).Data(pm)
-	if err != nil || bytes.Equal(changed, []byte("{}")) {
-		return err
-	}
-	data, err := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}).Data(pm)
-	if err != nil {
-		return err
-	}
-	if err := w.client.Status().Patch(ctx, pm, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := w.client.Status().Update(ctx, pm); err != nil {
 		return err
 	}
 	w.before = pm.DeepCopy()
 	return nil
+}
+
+// sameJSON reports whether a and b encode alike: a status that differs only in what its encoding
+// drops (times finer than a second, say) is not written.
+func sameJSON(a, b infrav1.PacketMachineStatus) bool {
+	ea, errA := json.Marshal(a)
+	eb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ea, eb)
 }
 
 // write writes what changed. A PacketMachine whose last finalizer comes off is about to vanish:

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
 
-// writes counts the requests that change a PacketMachine: patches of the object and of its
-// status subresource.
+// writes counts the requests that change a PacketMachine: patches of the object, patches and
+// updates of its status subresource.
 type writes struct{ object, status int }
 
 func scheme(t testing.TB) *runtime.Scheme {
@@ -45,6 +45,10 @@ func newMachineScope(t *testing.T, pm *infrav1.PacketMachine) (*scope.MachineSco
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 				w.status++
 				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				w.status++
+				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		})
 	live := &infrav1.PacketMachine{}
@@ -73,7 +77,7 @@ func TestCloseWritesTheStatusAndItsConditionsInOneRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *w != (writes{status: 1}) {
-		t.Errorf("Close sent %+v, want one status patch and nothing else", *w)
+		t.Errorf("Close sent %+v, want one status write and nothing else", *w)
 	}
 	live := &infrav1.PacketMachine{}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pm), live); err != nil {

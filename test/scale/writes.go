@@ -33,7 +33,8 @@ func apiserverRequests(ctx context.Context, cfg *rest.Config) (map[string]float6
 }
 
 // countRequests sums the apiserver_request_total lines of metrics that write PacketMachines,
-// keyed "packetmachines <verb> [subresource]", and those that read Secrets, keyed "secrets GET".
+// keyed "packetmachines <verb> [subresource]" (with the code when it was refused: "... (409)"),
+// and those that read Secrets, keyed "secrets GET".
 func countRequests(metrics []byte) (map[string]float64, error) {
 	counts := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(metrics))
@@ -50,6 +51,9 @@ func countRequests(metrics []byte) (map[string]float64, error) {
 		}
 		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
 			key := strings.TrimSpace(label(line, "resource") + " " + label(line, "verb") + " " + label(line, "subresource"))
+			if code := label(line, "code"); !strings.HasPrefix(code, "2") {
+				key += " (" + code + ")" // refused: a conflict, say
+			}
 			counts[key] += v
 		}
 	}

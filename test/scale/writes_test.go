@@ -16,12 +16,12 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="",res
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="PUT",version="v1"} 7
 `
 
-func TestCountRequestsCountsPatchesAndUpdatesOfPacketMachinesOnly(t *testing.T) {
+func TestCountRequestsCountsWritesOfPacketMachinesAndTheirConflicts(t *testing.T) {
 	got, err := countRequests([]byte(sampleMetrics))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"packetmachines PATCH": 300, "packetmachines PUT status": 400, "secrets GET": 101}
+	want := map[string]float64{"packetmachines PATCH": 300, "packetmachines PUT status": 398, "packetmachines PUT status (409)": 2, "secrets GET": 101}
 	if !maps.Equal(got, want) {
 		t.Errorf("countRequests = %v, want %v", got, want)
 	}

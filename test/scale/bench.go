@@ -46,6 +46,8 @@ type benchResult struct {
 	cpu                         time.Duration
 	// firstMachineWrites are the stored changes of the first machine, in order.
 	firstMachineWrites []string
+	// fleetWrites are the stored changes of the first cluster's machines by kind, per machine.
+	fleetWrites []string
 	// firstDeviceCalls are the Packet requests that named the first machine's device, in order.
 	firstDeviceCalls []string
 	// deviceLists are when the project's devices were listed, when there were few enough to read.
@@ -67,6 +69,10 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	trace, err := traceWrites(ctx, h.env.Config, ws[0].namespace, ws[0].machineName(0))
 	if err != nil {
 		return nil, fmt.Errorf("watching the first machine: %w", err)
+	}
+	tally, err := tallyWrites(ctx, h.env.Config, ws[0].namespace)
+	if err != nil {
+		return nil, fmt.Errorf("watching the first cluster's machines: %w", err)
 	}
 	start := time.Now()
 	if err := eachWorkload(ws, func(w *workload) error { return w.create(ctx) }); err != nil {
@@ -91,6 +97,7 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	}
 	res.deleteWall = time.Since(deleteStart)
 	res.firstMachineWrites = trace.Stop()
+	res.fleetWrites = tally.Stop(ws[0].n)
 
 	res.reconciles = scrapeReconciles(ctx, h.metricsAddr(), "packetmachine")
 	after, err := apiserverRequests(ctx, h.env.Config)
@@ -269,6 +276,10 @@ func printTable(w io.Writer, provisioning time.Duration, rate float64, results [
 		fmt.Fprintf(w, "\nSecrets read per machine, N = %d (credentials and bootstrap data; kube-apiserver's count): %.2f\n", r.n, r.secretReads/float64(r.n))
 		fmt.Fprintf(w, "\nWhat each stored write of the first machine changed, N = %d (a watch of the kube-apiserver):\n\n", r.n)
 		for _, line := range r.firstMachineWrites {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+		fmt.Fprintf(w, "\nStored changes per machine by kind, the first cluster's %d machines (a watch of the kube-apiserver):\n\n", r.n/r.clusters)
+		for _, line := range r.fleetWrites {
 			fmt.Fprintf(w, "    %s\n", line)
 		}
 		fmt.Fprintf(w, "\nPacket calls that named the first machine's device, N = %d (lists and the create do not name it):\n\n", r.n)

@@ -66,13 +66,9 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
 	}
-	trace, err := traceWrites(ctx, h.env.Config, ws[0].namespace, ws[0].machineName(0))
+	trace, tally, err := watchWrites(ctx, h, ws[0])
 	if err != nil {
-		return nil, fmt.Errorf("watching the first machine: %w", err)
-	}
-	tally, err := tallyWrites(ctx, h.env.Config, ws[0].namespace)
-	if err != nil {
-		return nil, fmt.Errorf("watching the first cluster's machines: %w", err)
+		return nil, err
 	}
 	start := time.Now()
 	if err := eachWorkload(ws, func(w *workload) error { return w.create(ctx) }); err != nil {
@@ -104,6 +100,30 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
 	}
+	res.countWrites(before, after)
+	res.countCalls(h.sim, firstDevice, trace.start)
+	h.stopManager(syscall.SIGTERM)
+	res.peakRSS, res.cpu = h.peakRSS, h.cpu
+	return res, nil
+}
+
+// watchWrites starts the first machine's trace and the tally of its cluster's writes.
+func watchWrites(ctx context.Context, h *harness, w *workload) (*writeTrace, *writeTally, error) {
+	trace, err := traceWrites(ctx, h.env.Config, w.namespace, w.machineName(0))
+	if err != nil {
+		return nil, nil, fmt.Errorf("watching the first machine: %w", err)
+	}
+	tally, err := tallyWrites(ctx, h.env.Config, w.namespace)
+	if err != nil {
+		trace.Stop()
+		return nil, nil, fmt.Errorf("watching the first cluster's machines: %w", err)
+	}
+	return trace, tally, nil
+}
+
+// countWrites records the PacketMachine writes and Secret reads between two readings of the
+// kube-apiserver's request metrics.
+func (res *benchResult) countWrites(before, after map[string]float64) {
 	res.writes = map[string]float64{}
 	for key, v := range after {
 		d := v - before[key]
@@ -112,10 +132,6 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		}
 	}
 	res.secretReads = after["secrets GET"] - before["secrets GET"]
-	res.countCalls(h.sim, firstDevice, trace.start)
-	h.stopManager(syscall.SIGTERM)
-	res.peakRSS, res.cpu = h.peakRSS, h.cpu
-	return res, nil
 }
 
 // benchWorkloads are the clusters of a run of n machines: one in the simulator's default

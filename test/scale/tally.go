@@ -68,13 +68,18 @@ func (t *writeTally) add(kind string) {
 	t.counts[kind]++
 }
 
-// Stop ends the watch and returns one line per kind of change, the most frequent first, with
-// how many there were per machine of the n the namespace held.
+// Stop ends the watch and returns one line per kind of change, the most frequent first (then by
+// name), with how many there were per machine of the n the namespace held.
 func (t *writeTally) Stop(n int) []string {
 	t.stop()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	kinds := slices.SortedFunc(maps.Keys(t.counts), func(a, b string) int { return t.counts[b] - t.counts[a] })
+	kinds := slices.SortedFunc(maps.Keys(t.counts), func(a, b string) int {
+		if d := t.counts[b] - t.counts[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
 	out := make([]string, 0, len(kinds))
 	for _, kind := range kinds {
 		out = append(out, fmt.Sprintf("%6.2f  %s", float64(t.counts[kind])/float64(n), kind))

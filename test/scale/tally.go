@@ -28,16 +28,8 @@ type writeTally struct {
 
 // tallyWrites starts watching the PacketMachines of namespace.
 func tallyWrites(ctx context.Context, cfg *rest.Config, namespace string) (*writeTally, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{})
+	w, cancel, err := watchPacketMachines(ctx, cfg, client.InNamespace(namespace))
 	if err != nil {
-		return nil, err
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(infrav1.GroupVersion.WithKind("PacketMachineList"))
-	ctx, cancel := context.WithCancel(ctx)
-	w, err := c.Watch(ctx, list, client.InNamespace(namespace))
-	if err != nil {
-		cancel()
 		return nil, err
 	}
 	t := &writeTally{counts: map[string]int{}, stop: cancel}

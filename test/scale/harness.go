@@ -168,7 +168,10 @@ func (h *harness) startManagerAs(ctx context.Context, apiKey string, extra ...st
 		"--kubeconfig=" + h.kubeconfig,
 		"--diagnostics-address=" + m.metricsAddr, "--insecure-diagnostics",
 		"--health-addr=127.0.0.1:" + strconv.Itoa(healthPort),
-		"--packet-api-qps=10", "--packet-api-burst=10",
+		// The manager keeps to the key's limit, as an operator sets it: a budget above the
+		// simulator's rate would be spent on 429s.
+		"--packet-api-qps=" + strconv.FormatFloat(h.opts.ratePerSec, 'f', -1, 64),
+		"--packet-api-burst=" + strconv.Itoa(max(1, int(h.opts.ratePerSec))),
 		"--packetmachine-concurrency=20",
 	}
 	args = append(append(args, extra...), h.opts.managerFlags...)

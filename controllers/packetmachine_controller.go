@@ -69,6 +69,10 @@ type PacketMachineReconciler struct {
 	PollMin, PollMax    time.Duration
 	CreateConfirmWindow time.Duration
 	Now                 func() time.Time
+	// SnapshotMaxAge is how old the Packet clients' project device lists may be (their
+	// packet.Options.DeviceSnapshotMaxAge); looks aimed at an estimated end land that long
+	// after it. Default packet.DefaultSnapshotMaxAge.
+	SnapshotMaxAge time.Duration
 
 	progress    *device.Progress
 	sentCreates *device.SentCreates
@@ -292,7 +296,7 @@ func (r *PacketMachineReconciler) reconcileDelete(ctx context.Context, s *scope.
 
 func (r *PacketMachineReconciler) deviceOptions() device.Options {
 	return device.Options{PollMin: r.PollMin, PollMax: r.PollMax, CreateConfirmWindow: r.CreateConfirmWindow,
-		Now: r.Now, Progress: r.progress, SentCreates: r.sentCreates}
+		Now: r.Now, Progress: r.progress, SentCreates: r.sentCreates, SnapshotMaxAge: r.SnapshotMaxAge}
 }
 
 // notPaused is the Paused condition Cluster API's paused.EnsurePausedCondition gives an object

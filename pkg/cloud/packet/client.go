@@ -136,7 +136,7 @@ type Options struct {
 	// count low; lists are always read to the last page.
 	PageSize int
 	// DeviceSnapshotMaxAge is how old the project device list behind DeviceStatus may be;
-	// 0 means DefaultSnapshotMaxAge, a negative value turns snapshots off (DeviceStatus reads by ID).
+	// 0 means SnapshotMaxAge(QPS), a negative value turns snapshots off (DeviceStatus reads by ID).
 	DeviceSnapshotMaxAge time.Duration
 	// DeviceSnapshotPageSize is the page size of that list; 0 means 1000, Packet's largest.
 	DeviceSnapshotPageSize int
@@ -207,7 +207,7 @@ func New(opts Options) (Client, error) {
 		tokens: &tokenSource{exchangeURL: cmp.Or(opts.TokenExchangeURL, DefaultTokenExchangeURL), apiKey: opts.APIKey,
 			userAgent: opts.UserAgent, http: httpClient, now: opts.Now}}
 	if opts.DeviceSnapshotMaxAge == 0 {
-		opts.DeviceSnapshotMaxAge = DefaultSnapshotMaxAge
+		opts.DeviceSnapshotMaxAge = SnapshotMaxAge(opts.QPS)
 	}
 	if opts.DeviceSnapshotMaxAge > 0 {
 		if opts.DeviceSnapshotPageSize <= 0 {

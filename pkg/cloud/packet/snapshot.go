@@ -41,7 +41,22 @@ const (
 	maxSnapshotDevices = 10 * maxPageSize
 	// snapshotIdleTTL is how long an unused snapshot is kept.
 	snapshotIdleTTL = 5 * time.Minute
+	// snapshotBudgetShare is the share of a small request budget that a provisioning fleet's
+	// lists may take; see SnapshotMaxAge.
+	snapshotBudgetShare = 0.1
 )
+
+// SnapshotMaxAge is how old a project's device list may be for a client of qps requests a
+// second: DefaultSnapshotMaxAge, or longer where a list every DefaultSnapshotMaxAge would take
+// more than snapshotBudgetShare of the budget. While a fleet provisions something always waits
+// for the next list; at 2 requests a second, lists every 2 s took a fifth of a key's budget
+// from its creates (10,000 machines on ten such keys), every 5 s they take a tenth.
+func SnapshotMaxAge(qps float64) time.Duration {
+	if qps <= 0 {
+		return DefaultSnapshotMaxAge
+	}
+	return max(DefaultSnapshotMaxAge, time.Duration(float64(time.Second)/(snapshotBudgetShare*qps)))
+}
 
 // deviceSnapshots holds the snapshots of one client's projects.
 type deviceSnapshots struct {

@@ -102,6 +102,24 @@ func TestDeviceStatusAnswersManyPollsWithOneListAndMatchesGetDevice(t *testing.T
 	}
 }
 
+func TestSnapshotsAreOlderForSmallBudgets(t *testing.T) {
+	for _, tc := range []struct {
+		qps  float64
+		want time.Duration
+	}{
+		{0, packet.DefaultSnapshotMaxAge},
+		{20, packet.DefaultSnapshotMaxAge},
+		{10, packet.DefaultSnapshotMaxAge},
+		{5, packet.DefaultSnapshotMaxAge},
+		{2, 5 * time.Second},
+		{1, 10 * time.Second},
+	} {
+		if got := packet.SnapshotMaxAge(tc.qps); got != tc.want {
+			t.Errorf("SnapshotMaxAge(%g) = %s, want %s", tc.qps, got, tc.want)
+		}
+	}
+}
+
 func TestDeviceStatusListsAgainOnceTheSnapshotIsOld(t *testing.T) {
 	ctx := context.Background()
 	sim, c := newSnapshotSim(t, 300*time.Millisecond)

@@ -56,9 +56,23 @@ func TestPollIntervalGrowsWithTimeAndAimsAtTheEstimatedEnd(t *testing.T) {
 		{"single sample only shortens", 100 * time.Second, 50, 0, 100*time.Second + estimateMargin},
 		{"packet says 100%", 6 * time.Minute, 100, 0, lo},
 	} {
-		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, 0, lo, hi); got != tc.want {
+		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, 0, lo, hi, estimateMargin); got != tc.want {
 			t.Errorf("%s: pollInterval = %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A client with a small budget lists less often (packet.SnapshotMaxAge); looks aimed at an end
+// land as far after it as its lists may be old, or an older list would still show the device
+// provisioning.
+func TestPollIntervalAimsAsFarPastTheEndAsTheListMayBeOld(t *testing.T) {
+	lo, hi := 10*time.Second, 2*time.Minute
+	margin := 5 * time.Second
+	if got, want := pollInterval(5*time.Minute, 90, 1.0/3, 0, lo, hi, margin), 35*time.Second; got != want {
+		t.Errorf("measured rate: pollInterval = %s, want %s", got, want)
+	}
+	if got, want := pollInterval(0, 0, 0, 62*time.Second, lo, hi, margin), 67*time.Second; got != want {
+		t.Errorf("typical: pollInterval = %s, want %s", got, want)
 	}
 }
 
@@ -73,7 +87,7 @@ func TestPollIntervalAimsAtWhenDevicesLikeItWereDone(t *testing.T) {
 		{"single sample nearer than typical", 50 * time.Second, 95, 0, lo},
 		{"a measured rate wins", 40 * time.Second, 50, 1, 50*time.Second + estimateMargin},
 	} {
-		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, typical, lo, hi); got != tc.want {
+		if got := pollInterval(tc.elapsed, tc.pct, tc.rate, typical, lo, hi, estimateMargin); got != tc.want {
 			t.Errorf("%s: pollInterval = %s, want %s", tc.name, got, tc.want)
 		}
 	}
@@ -140,26 +154,26 @@ func TestNextLookCountsFromWhenPacketShowedTheDevice(t *testing.T) {
 		return &packet.Device{ID: id, State: packet.DeviceStateProvisioning, CreatedAt: t0,
 			ObservedAt: t0.Add(at), ProvisioningPercentage: float32(at.Seconds())}
 	}
-	if got, want := p.nextLook(seenAt("d1", 10*time.Second), "k", t0.Add(12*time.Second), lo, hi), 16*time.Second; got != want {
+	if got, want := p.nextLook(seenAt("d1", 10*time.Second), "k", t0.Add(12*time.Second), lo, hi, estimateMargin), 16*time.Second; got != want {
 		t.Errorf("first look = %s, want %s (twice the 9–10 s spent when Packet showed it, counted from then)", got, want)
 	}
 	// Seen at 30 s, 30%: 70 s to go at the measured 1%/s; counted from the looks (12 s and
 	// 30 s apart for 20 percent) the rate would be 1.1%/s and the look 7 s early.
-	if got, want := p.nextLook(seenAt("d1", 30*time.Second), "k", t0.Add(30*time.Second), lo, hi), 70*time.Second+estimateMargin; got != want {
+	if got, want := p.nextLook(seenAt("d1", 30*time.Second), "k", t0.Add(30*time.Second), lo, hi, estimateMargin), 70*time.Second+estimateMargin; got != want {
 		t.Errorf("look after a measured rate = %s, want %s", got, want)
 	}
-	if got, want := p.nextLook(seenAt("d1", 97*time.Second), "k", t0.Add(99*time.Second), lo, hi), 3*time.Second+estimateMargin; got != want {
+	if got, want := p.nextLook(seenAt("d1", 97*time.Second), "k", t0.Add(99*time.Second), lo, hi, estimateMargin), 3*time.Second+estimateMargin; got != want {
 		t.Errorf("look near a measured end = %s, want %s (when it is due, sooner than lo)", got, want)
 	}
 	if d := p.typical("k", t0.Add(30*time.Second)); d != 100*time.Second {
 		t.Errorf("learned creation-to-end = %s, want 1m40s", d)
 	}
 	queued := &packet.Device{ID: "d2", State: packet.DeviceStateQueued, CreatedAt: t0.Add(20 * time.Second), ObservedAt: t0.Add(30 * time.Second)}
-	if got, want := p.nextLook(queued, "k", t0.Add(32*time.Second), lo, hi), 89*time.Second+estimateMargin; got != want {
+	if got, want := p.nextLook(queued, "k", t0.Add(32*time.Second), lo, hi, estimateMargin), 89*time.Second+estimateMargin; got != want {
 		t.Errorf("look at a queued device like it = %s, want %s (its typical end, counted from now and from the end of its created_at second)", got, want)
 	}
 	unknown := &packet.Device{ID: "d3", State: packet.DeviceStateQueued, CreatedAt: t0}
-	if got := p.nextLook(unknown, "other", t0.Add(15*time.Second), lo, hi); got != 28*time.Second {
+	if got := p.nextLook(unknown, "other", t0.Add(15*time.Second), lo, hi, estimateMargin); got != 28*time.Second {
 		t.Errorf("look at a device seen at an unknown time = %s, want 28s (counted from now)", got)
 	}
 }
@@ -169,12 +183,12 @@ func TestNextLookAimsAtTheEndFromTheFirstReadingOfEarlierLists(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	dev := &packet.Device{ID: "d", State: packet.DeviceStateProvisioning, CreatedAt: t0, ObservedAt: t0.Add(10 * time.Second),
 		ProvisioningPercentage: 10, FirstReading: &packet.Reading{At: t0.Add(5 * time.Second), Percentage: 5}}
-	if got, want := NewProgress().nextLook(dev, "k", t0.Add(10*time.Second), lo, hi), 90*time.Second+estimateMargin; got != want {
+	if got, want := NewProgress().nextLook(dev, "k", t0.Add(10*time.Second), lo, hi, estimateMargin), 90*time.Second+estimateMargin; got != want {
 		t.Errorf("first look with a first reading = %s, want %s (1%%/s measured since it)", got, want)
 	}
 	p := NewProgress()
 	p.observe("d", t0.Add(8*time.Second), 6) // its own look, later than the list's reading
-	if got, want := p.nextLook(dev, "k", t0.Add(10*time.Second), lo, hi), 45*time.Second+estimateMargin; got != want {
+	if got, want := p.nextLook(dev, "k", t0.Add(10*time.Second), lo, hi, estimateMargin), 45*time.Second+estimateMargin; got != want {
 		t.Errorf("look after its own reading = %s, want %s (the rate since its own look, 2%%/s)", got, want)
 	}
 }

@@ -16,14 +16,14 @@ import (
 // operating system) has its first looks aimed at when those were done instead.
 
 // estimateMargin is added to an estimated end so the look lands just after it: as far after it
-// as the project's device list that answers the look may be old, so that list was taken after
-// the end.
+// as the project's device list that answers the look may be old (Options.SnapshotMaxAge, by
+// default this), so that list was taken after the end.
 const estimateMargin = packet.DefaultSnapshotMaxAge
 
 // provisioningPoll is when to look again at a device that is being provisioned.
 func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {
 	pm := s.scope.PacketMachine
-	return s.opts.Progress.nextLook(dev, pm.Spec.MachineType+"/"+pm.Spec.OS, s.opts.Now(), s.opts.PollMin, s.opts.PollMax)
+	return s.opts.Progress.nextLook(dev, pm.Spec.MachineType+"/"+pm.Spec.OS, s.opts.Now(), s.opts.PollMin, s.opts.PollMax, s.opts.SnapshotMaxAge)
 }
 
 // nextLook is when, from now, to look again at a provisioning device of kind (plan and
@@ -32,7 +32,7 @@ func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {
 // between an old answer and a fresh one, counted from the looks, is off by that much (seen as
 // devices estimated to end in half the time they took, whose estimates then set the first looks
 // of every device like them).
-func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, hi time.Duration) time.Duration {
+func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, hi, margin time.Duration) time.Duration {
 	seen := dev.ObservedAt
 	if seen.IsZero() || seen.After(now) {
 		seen = now
@@ -58,7 +58,7 @@ func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, 
 	}
 	// Counted from when Packet showed the device; no sooner than lo, unless the interval is
 	// shorter itself (a measured end is near).
-	interval := pollInterval(elapsed, pct, rate, p.typical(kind, now), lo, hi)
+	interval := pollInterval(elapsed, pct, rate, p.typical(kind, now), lo, hi, margin)
 	return max(min(lo, interval), interval-now.Sub(seen))
 }
 
@@ -67,11 +67,11 @@ func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, 
 // then. With a percentage, the remaining time is estimated from the measured rate (percent per
 // second; then the interval may be shorter than lo), or, with a single observation, from the
 // rate since creation — a lower bound, as it counts the time spent queued, so that estimate only
-// ever shortens the interval.
-func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi time.Duration) time.Duration {
+// ever shortens the interval. Looks aimed at an end land margin after it.
+func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi, margin time.Duration) time.Duration {
 	interval := clamp(2*elapsed, lo, hi)
 	if typical > elapsed {
-		interval = clamp(typical-elapsed+estimateMargin, lo, hi)
+		interval = clamp(typical-elapsed+margin, lo, hi)
 	}
 	switch {
 	case pct >= 100:
@@ -86,7 +86,7 @@ func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi time
 	if rate <= 0 {
 		return interval
 	}
-	remaining := timeToEnd(pct, rate) + estimateMargin
+	remaining := timeToEnd(pct, rate) + margin
 	if measured {
 		// Sooner than lo when the measured end is near: a look that landed a moment before the
 		// end (estimates of a fleet differ by a second or two) would otherwise report the

@@ -92,6 +92,10 @@ type Options struct {
 	// SentCreates remembers this process's creates, to recognise stale copies of a
 	// PacketMachine; nil remembers none, and every lookup before a create then asks Packet.
 	SentCreates *SentCreates
+	// SnapshotMaxAge is how old the project's device list that answers a look may be (the
+	// Packet client's packet.Options.DeviceSnapshotMaxAge); a look aimed at an estimated end
+	// lands that long after it. Default packet.DefaultSnapshotMaxAge.
+	SnapshotMaxAge time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.SnapshotMaxAge <= 0 {
+		o.SnapshotMaxAge = estimateMargin
 	}
 	return o
 }

@@ -110,7 +110,7 @@ func (s *Service) terminationScheduled(dev *packet.Device) ctrl.Result {
 	s.setCondition(metav1.ConditionFalse, infrav1.DeviceTerminationScheduledReason, fmt.Sprintf(
 		"Packet terminates device %s at %s (in %s): %s. A MachineHealthCheck replaces the Machine once its Node is gone",
 		dev.ID, dev.TerminationTime.UTC().Format(time.RFC3339), max(0, left).Round(time.Second), why))
-	return ctrl.Result{RequeueAfter: clamp(left+estimateMargin, s.opts.PollMin, s.opts.PollMax)}
+	return ctrl.Result{RequeueAfter: clamp(left+s.opts.SnapshotMaxAge, s.opts.PollMin, s.opts.PollMax)}
 }
 
 // addresses reports the device's IPs the way Cluster API expects them: public ones (IPv4 and

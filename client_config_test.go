@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
 )
 
 // TestTheManagerLogsAPIWarningsButNotItsFinalizerNames writes through a client configured the
@@ -22,16 +19,7 @@ import (
 // no path (checked with a second client that records every warning), which came once per machine
 // created; the manager does not log it. Another warning, an unknown field, is logged.
 func TestTheManagerLogsAPIWarningsButNotItsFinalizerNames(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests through `make test`")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	env, err := helpers.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
+	ctx, env := startEnvtest(t)
 
 	var mu sync.Mutex
 	var logged []string

@@ -31,16 +31,7 @@ import (
 // with the TokenReview and SubjectAccessReview permissions in its role; the scraper is bound to
 // the shipped config/rbac metrics-reader role.
 func TestMetricsAreScrapedWithAServiceAccountToken(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests through `make test`")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	env, err := helpers.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
+	ctx, env := startEnvtest(t)
 	c := env.Client
 
 	role := &rbacv1.ClusterRole{}
@@ -134,6 +125,23 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// startEnvtest starts a kube-apiserver and etcd with the project's CRDs for one test; they stop
+// when it ends.
+func startEnvtest(t *testing.T) (context.Context, *helpers.TestEnvironment) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	env, err := helpers.Start(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Stop()
+		cancel()
+	})
+	return ctx, env
 }
 
 func must(t *testing.T, err error) {

@@ -77,6 +77,7 @@ type options struct {
 	defaultKeyProjects          []string
 	clusterConcurrency          int
 	machineConcurrency          int
+	createConfirmWindow         time.Duration
 	printVersion                bool
 	janitorInterval             time.Duration
 	janitorGracePeriod          time.Duration
@@ -137,6 +138,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Number of PacketClusters to reconcile at the same time.")
 	fs.IntVar(&o.machineConcurrency, "packetmachine-concurrency", 10,
 		"Number of PacketMachines to reconcile at the same time.")
+	fs.DurationVar(&o.createConfirmWindow, "device-create-confirm-window", 2*time.Minute,
+		"How long a device create that got no answer (a timeout, a 5xx) may take to show in Packet's device lists before it is sent again. Shorter than Packet's lists may lag risks a duplicate device.")
 	fs.DurationVar(&o.janitorInterval, "janitor-interval", 0,
 		"How often the orphan janitor sweeps for Packet objects whose PacketCluster or PacketMachine is gone (docs/janitor.md); 0 turns it off.")
 	fs.DurationVar(&o.janitorGracePeriod, "janitor-grace-period", janitor.DefaultGracePeriod,
@@ -147,6 +150,16 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Projects the janitor sweeps with the manager's own API key, besides those of the PacketClusters; defaults to --default-key-projects.")
 	fs.BoolVar(&o.printVersion, "version", false, "Print the manager's version and exit.")
 	flags.AddManagerOptions(fs, &o.manager)
+}
+
+// validate rejects flag values the manager cannot work with. Durations the device service
+// defaults when zero are checked here, so that a zero on the command line is an error rather
+// than quietly the default.
+func (o *options) validate() error {
+	if o.createConfirmWindow <= 0 {
+		return fmt.Errorf("--device-create-confirm-window must be positive, not %s", o.createConfirmWindow)
+	}
+	return nil
 }
 
 // leaderElectionID names the lease the manager's replicas share. Managers sharded with
@@ -184,6 +197,10 @@ func main() {
 
 	if err := logsv1.ValidateAndApply(opts.logs, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "invalid logging flags: %v\n", err)
+		os.Exit(1)
+	}
+	if err := opts.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "invalid flags: %v\n", err)
 		os.Exit(1)
 	}
 	ctrl.SetLogger(klog.Background())
@@ -315,13 +332,14 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		return fmt.Errorf("setting up the PacketCluster controller: %w", err)
 	}
 	if err := (&controllers.PacketMachineReconciler{
-		Client:             mgr.GetClient(),
-		APIReader:          mgr.GetAPIReader(),
-		Packet:             factory,
-		DefaultAPIKey:      apiKey,
-		DefaultKeyProjects: opts.defaultKeyProjects,
-		WatchFilterValue:   opts.watchFilterValue,
-		SnapshotMaxAge:     snapshotMaxAge,
+		Client:              mgr.GetClient(),
+		APIReader:           mgr.GetAPIReader(),
+		Packet:              factory,
+		DefaultAPIKey:       apiKey,
+		DefaultKeyProjects:  opts.defaultKeyProjects,
+		WatchFilterValue:    opts.watchFilterValue,
+		SnapshotMaxAge:      snapshotMaxAge,
+		CreateConfirmWindow: opts.createConfirmWindow,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.machineConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketMachine controller: %w", err)
 	}

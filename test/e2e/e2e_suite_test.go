@@ -33,6 +33,7 @@ func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyPollingInterval(time.Second)
 	SetDefaultEventuallyTimeout(3 * time.Minute)
+	ReportFailuresLast(t)
 	RunSpecs(t, "Cluster API Provider Packet e2e (sandbox)")
 }
 

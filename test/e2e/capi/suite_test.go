@@ -46,6 +46,7 @@ func TestCAPIE2E(t *testing.T) {
 		t.Skip("Cluster API's e2e specs run through `make test-e2e`, which builds the sandbox's binaries and sets PACKET_E2E")
 	}
 	RegisterFailHandler(Fail)
+	e2e.ReportFailuresLast(t)
 	RunSpecs(t, "Cluster API's e2e specs on the sandbox")
 }
 

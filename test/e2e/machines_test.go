@@ -116,7 +116,9 @@ var _ = Describe("Faults", func() {
 				lostCreates++
 			}
 		}
-		// Each lost create costs its machine the manager's --device-create-confirm-window.
+		// A create answered with the injected 503 was not made and costs its machine the manager's
+		// --device-create-confirm-window; one answered with the commit-then-fail 500 was made and is
+		// adopted by its tags at the next look.
 		fmt.Fprintf(GinkgoWriter, "provisioned in %s; %d of %d Packet API requests failed by injection, %d of them device creates\n",
 			provisioned.Round(time.Second), failed, len(after)-len(before), lostCreates)
 		Expect(failed).To(BeNumerically(">", 0), "the faults were injected")

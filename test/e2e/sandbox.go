@@ -30,8 +30,8 @@ func StartSandbox(ctx context.Context, root, stateDir string, portBase int, publ
 	}
 	// The simulator lists a device the moment it creates it, so the wait after a create that got
 	// no answer (2m against Packet, whose lists may lag) can be short here. At 2m the faults spec,
-	// which loses about one create answer in ten, ran out of its five minutes whenever one
-	// machine lost two in a row.
+	// whose injected 503s refuse about one create in ten, gives each refusal two minutes of its
+	// five: a machine refused twice in a row would need over four before provisioning.
 	cfg.ExtraManagerArgs = []string{"--sync-period=1m", "--device-create-confirm-window=20s"}
 	cfg.Log = logf
 	for _, tweak := range tweaks {

@@ -125,15 +125,10 @@ var _ = Describe("accounts: users, organizations and projects", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(byID.Type).To(Equal("project.created"))
 
-		_, err = e.client.Organizations.Delete(org.ID)
-		status, msgs := apiError(err)
-		Expect(status).To(Equal(422), "an organization with projects stays")
-		Expect(msgs[0]).To(ContainSubstring("projects"))
-
 		_, err = e.client.Projects.Delete(p.ID)
 		Expect(err).NotTo(HaveOccurred())
 		_, _, err = e.client.Projects.Get(p.ID, nil)
-		status, _ = apiError(err)
+		status, _ := apiError(err)
 		Expect(status).To(Equal(404))
 		_, err = e.client.Organizations.Delete(org.ID)
 		Expect(err).NotTo(HaveOccurred())
@@ -159,40 +154,34 @@ var _ = Describe("accounts: users, organizations and projects", func() {
 		Expect(msgs[0]).To(ContainSubstring("Payment method"))
 	})
 
-	It("keeps a project that still holds devices or elastic IPs, then deletes what only it used", func() {
+	It("deletes a project with what it holds, as the spec's 204 says, devices and elastic IPs too", func() {
 		p, _, err := e.client.Projects.Create(&packngo.ProjectCreateRequest{Name: "short-lived"})
 		Expect(err).NotTo(HaveOccurred())
 		d, _, err := e.client.Devices.Create(&packngo.DeviceCreateRequest{Hostname: "n1", Plan: "c3.small.x86", Metro: "sv",
 			OS: "ubuntu_22_04", ProjectID: p.ID})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = e.client.Projects.Delete(p.ID)
-		status, msgs := apiError(err)
-		Expect(status).To(Equal(422))
-		Expect(msgs).To(ConsistOf("Cannot delete a project that has devices"))
-
 		metro := "sv"
 		eip, _, err := e.client.ProjectIPs.Create(p.ID, &packngo.IPReservationCreateRequest{Type: "public_ipv4", Quantity: 1, Metro: &metro})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = e.client.Devices.Delete(d.ID, false)
-		Expect(err).NotTo(HaveOccurred())
-		e.sim.Advance(time.Minute)
-		_, err = e.client.Projects.Delete(p.ID)
-		_, msgs = apiError(err)
-		Expect(msgs).To(ConsistOf("Cannot delete a project that has IP reservations"))
-
-		_, err = e.client.ProjectIPs.Delete(eip.ID)
+		vlan, _, err := e.client.ProjectVirtualNetworks.Create(&packngo.VirtualNetworkCreateRequest{ProjectID: p.ID, Metro: "sv"})
 		Expect(err).NotTo(HaveOccurred())
 		key, _, err := e.client.SSHKeys.Create(&packngo.SSHKeyCreateRequest{Label: "k", ProjectID: p.ID,
 			Key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJzvUGo2Th1o1sLkX6CJWqnqp9F1W9VAhmUGUpM4fPRZ k"})
 		Expect(err).NotTo(HaveOccurred())
+
 		_, err = e.client.Projects.Delete(p.ID)
 		Expect(err).NotTo(HaveOccurred())
-		_, _, err = e.client.SSHKeys.Get(key.ID, nil)
-		status, _ = apiError(err)
-		Expect(status).To(Equal(404), "the project's SSH key went with it")
-		_, _, err = e.client.ProjectIPs.Get(eip.ID, nil)
-		status, _ = apiError(err)
-		Expect(status).To(Equal(404))
+		for what, get := range map[string]func() error{
+			"device":  func() error { _, _, err := e.client.Devices.Get(d.ID, nil); return err },
+			"EIP":     func() error { _, _, err := e.client.ProjectIPs.Get(eip.ID, nil); return err },
+			"VLAN":    func() error { _, _, err := e.client.ProjectVirtualNetworks.Get(vlan.ID, nil); return err },
+			"SSH key": func() error { _, _, err := e.client.SSHKeys.Get(key.ID, nil); return err },
+			"project": func() error { _, _, err := e.client.Projects.Get(p.ID, nil); return err },
+		} {
+			status, _ := apiError(get())
+			Expect(status).To(Equal(404), "the project's %s went with it", what)
+		}
+		Expect(e.sim.Devices(p.ID)).To(BeEmpty())
 	})
 
 	It("lets a project API key see its own project and organization only, and create neither", func() {
@@ -206,12 +195,13 @@ var _ = Describe("accounts: users, organizations and projects", func() {
 		orgs, _, err := scoped.Organizations.List(nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(orgs).To(HaveLen(1))
+		// 401: the spec gives createProject and createOrganization no 403.
 		_, _, err = scoped.Projects.Create(&packngo.ProjectCreateRequest{Name: "mine"})
 		status, _ := apiError(err)
-		Expect(status).To(Equal(403))
+		Expect(status).To(Equal(401))
 		_, _, err = scoped.Organizations.Create(&packngo.OrganizationCreateRequest{Name: "mine"})
 		status, _ = apiError(err)
-		Expect(status).To(Equal(403))
+		Expect(status).To(Equal(401))
 		_, err = scoped.Projects.Delete(projectID)
 		status, _ = apiError(err)
 		Expect(status).To(Equal(403))

@@ -30,9 +30,7 @@ type metroEntry struct {
 type facilityEntry struct {
 	SeedFacility
 	metro *metroEntry
-	json  json.RawMessage // address as {"href": ...}, as Packet sends it unless included
-	// jsonWithAddress answers include=address.
-	jsonWithAddress json.RawMessage
+	json  json.RawMessage
 }
 
 type planEntry struct {
@@ -71,14 +69,14 @@ type facilityJSON struct {
 type addressJSON struct {
 	ID          string  `json:"id"`
 	Address     string  `json:"address"`
-	Address2    *string `json:"address2"`
-	City        *string `json:"city"`
-	State       *string `json:"state"`
+	Address2    *string `json:"address2,omitempty"` // the spec's optional fields are not nullable
+	City        *string `json:"city,omitempty"`
+	State       *string `json:"state,omitempty"`
 	ZipCode     string  `json:"zip_code"`
 	Country     string  `json:"country"`
 	Coordinates struct {
-		Latitude  *string `json:"latitude"`
-		Longitude *string `json:"longitude"`
+		Latitude  *string `json:"latitude,omitempty"`
+		Longitude *string `json:"longitude,omitempty"`
 	} `json:"coordinates"`
 }
 
@@ -153,11 +151,11 @@ func newFacilityEntry(f SeedFacility, me *metroEntry) *facilityEntry {
 	if addr.Country == "" {
 		addr.Country = me.Country
 	}
+	// The address comes whole, included or not: the spec's Facility.address is an Address with
+	// its address, country and zip_code required, not a reference.
 	out := facilityJSON{ID: f.ID, Name: f.Name, Code: f.Code, Features: features, IPRanges: ranges,
-		Address: href{Href: "#" + addr.ID}, Metro: me.json, Href: apiPrefix + "/facilities/" + f.ID}
+		Address: addr, Metro: me.json, Href: apiPrefix + "/facilities/" + f.ID}
 	fe.json = mustJSON(out)
-	out.Address = addr
-	fe.jsonWithAddress = mustJSON(out)
 	return fe
 }
 
@@ -322,14 +320,9 @@ func (s *Server) getMetro(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listFacilities(w http.ResponseWriter, r *http.Request) {
-	withAddress := s.parseIncludes(r.URL.Query()).has("address")
 	out := make([]json.RawMessage, 0, len(s.catalog.facilities))
 	for _, f := range s.catalog.facilities {
-		if withAddress {
-			out = append(out, f.jsonWithAddress)
-		} else {
-			out = append(out, f.json)
-		}
+		out = append(out, f.json)
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"facilities": out})
 }

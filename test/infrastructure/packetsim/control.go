@@ -156,6 +156,7 @@ func (s *Server) controlRoutes(m *http.ServeMux) {
 	})
 	m.HandleFunc("GET /_sim/counters", s.handleCounters)
 	m.HandleFunc("GET /_sim/requests", s.handleRequests)
+	m.HandleFunc("GET /_sim/conformance", s.handleConformance)
 	m.HandleFunc("POST /_sim/reset", func(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
 		s.writeBody(w, http.StatusNoContent, nil)

@@ -26,10 +26,20 @@ var _ = Describe("device fidelity", func() {
 		ExpectWithOffset(1, d.State).To(Equal("provisioning"))
 		return d
 	}
-	// managementIP is the device's management address of a type, or nil.
+	// managementIP is the device's management address of a type, or nil. An assignment's own
+	// type is "IPAssignment" (the spec's), so the family is told by public and address_family, as
+	// packngo's GetNetworkInfo does.
 	managementIP := func(d *packngo.Device, typ packngo.IPReservationType) *packngo.IPAddressAssignment {
 		for _, ip := range d.Network {
-			if ip.Management && ip.Type == typ {
+			family := packngo.PrivateIPv4
+			switch {
+			case ip.AddressFamily == 6:
+				family = packngo.PublicIPv6
+			case ip.Public:
+				family = packngo.PublicIPv4
+			}
+			if ip.Management && family == typ {
+				Expect(string(ip.Type)).To(Equal("IPAssignment"))
 				return ip
 			}
 		}

@@ -268,7 +268,7 @@ var _ = Describe("devices", func() {
 			return resp.StatusCode, out
 		}
 		status, body := do("POST", "/projects/"+projectID+"/devices", `{"plan":`)
-		Expect(status).To(Equal(400))
+		Expect(status).To(Equal(422), "the spec gives createDevice no 400")
 		Expect(body).To(HaveKey("errors"))
 		status, _ = do("POST", "/projects/"+projectID+"/devices", `{"plan":42}`)
 		Expect(status).To(Equal(422))

@@ -83,7 +83,7 @@ type hardwareReservationJSON struct {
 	Facility      any    `json:"facility"`
 	Plan          any    `json:"plan"`
 	Project       any    `json:"project"`
-	Device        any    `json:"device"`
+	Device        any    `json:"device,omitempty"` // none while unused: the spec's device is not nullable
 	Provisionable bool   `json:"provisionable"`
 	Spare         bool   `json:"spare"`
 	NeedOfService bool   `json:"need_of_service"`

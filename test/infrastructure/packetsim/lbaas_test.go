@@ -347,14 +347,10 @@ var _ = Describe("load balancer service: tenancy and the simulator's machinery",
 		Expect(all.ok("GET", "/loadbalancers/"+theirs, nil).body["name"]).To(Equal("lb-sv"))
 		Expect(e.sim.LoadBalancerPools(other.ID)[0].Origins[0].Active).To(BeTrue())
 
-		// A project with a load balancer stays; without, its pools go with it.
-		_, err = clientFor(e.http.URL, "all").Projects.Delete(other.ID)
-		status, msgs := apiError(err)
-		Expect(status).To(Equal(422))
-		Expect(msgs).To(ConsistOf("Cannot delete a project that has load balancers"))
-		all.ok("DELETE", "/loadbalancers/"+theirs, nil)
+		// A deleted project takes its load balancers and pools with it.
 		_, err = clientFor(e.http.URL, "all").Projects.Delete(other.ID)
 		Expect(err).NotTo(HaveOccurred())
+		all.status(404, "GET", "/loadbalancers/"+theirs, nil)
 		Expect(e.sim.LoadBalancerPools(other.ID)).To(BeEmpty())
 	})
 

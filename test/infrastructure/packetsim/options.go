@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim/metalspec"
 )
 
 // DefaultToken is the API token accepted by a simulator built with no Tokens.
@@ -45,6 +47,14 @@ type Options struct {
 	// LBaaSTokenTTL is how long an access token of the load-balancer service
 	// lives, on Clock (default 1h, about what the real token exchange gives).
 	LBaaSTokenTTL time.Duration
+	// Spec is the Metal API document every request and answer is checked against; nil means the
+	// one equinix-sdk-go ships (metalspec.Default), and New fails if it cannot be found.
+	// Conformance() reports what the check saw.
+	Spec *metalspec.Spec
+	// NoSpecCheck turns the check off (for a machine without the spec).
+	NoSpecCheck bool
+	// SpecLog, when set, receives a line for each new kind of answer off the spec.
+	SpecLog io.Writer
 }
 
 // Knobs are the switches the reference marks as unverified behaviour.

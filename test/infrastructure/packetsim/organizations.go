@@ -161,7 +161,7 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request) {
 	now := s.writeLock()
 	body, err := func() (any, error) {
 		if !s.tokenIsUserLevel(r) {
-			return nil, forbidden("organization")
+			return nil, notAllowed("organization")
 		}
 		if req.Name == nil {
 			return nil, errBlankName
@@ -201,8 +201,9 @@ func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, http.StatusOK, body, err)
 }
 
-// deleteOrganization refuses while the organization has projects, and
-// keeps the user's default organization, as Packet keeps an account's.
+// deleteOrganization deletes the organization with its projects and what they hold (the spec's
+// deleteOrganization answers 204, 401 or 404, never a refusal); the user's default moves to the
+// next organization, if any.
 func (s *Server) deleteOrganization(w http.ResponseWriter, r *http.Request) {
 	s.writeLock()
 	err := func() error {
@@ -211,18 +212,22 @@ func (s *Server) deleteOrganization(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		if !s.tokenIsUserLevel(r) {
-			return forbidden("organization")
+			return notAllowed("organization")
 		}
-		if o.ID == s.st.User.DefaultOrganizationID {
-			return errorf(http.StatusUnprocessableEntity, "Cannot delete the user's default organization")
-		}
-		for _, id := range s.st.ProjectOrder {
+		for _, id := range append([]string(nil), s.st.ProjectOrder...) {
 			if s.st.Projects[id].OrganizationID == o.ID {
-				return errorf(http.StatusUnprocessableEntity, "Cannot delete an organization that has projects")
+				s.emptyProject(id)
+				s.forgetProject(id)
 			}
 		}
 		delete(s.st.Organizations, o.ID)
 		s.st.OrganizationOrder = removeID(s.st.OrganizationOrder, o.ID)
+		if o.ID == s.st.User.DefaultOrganizationID {
+			s.st.User.DefaultOrganizationID = ""
+			if len(s.st.OrganizationOrder) > 0 {
+				s.st.User.DefaultOrganizationID = s.st.OrganizationOrder[0]
+			}
+		}
 		return nil
 	}()
 	s.mu.Unlock()

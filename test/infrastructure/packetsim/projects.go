@@ -134,7 +134,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
 	now := s.writeLock()
 	body, err := func() (any, error) {
 		if !s.tokenIsUserLevel(r) {
-			return nil, forbidden("organization")
+			return nil, notAllowed("project")
 		}
 		if err := validProjectName(req.Name); err != nil {
 			return nil, err
@@ -212,9 +212,7 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
 		if !s.tokenIsUserLevel(r) {
 			return forbidden("project")
 		}
-		if what := s.projectHolds(p.ID); what != "" {
-			return errorf(http.StatusUnprocessableEntity, "Cannot delete a project that has "+what)
-		}
+		s.emptyProject(p.ID)
 		s.forgetProject(p.ID)
 		return nil
 	}()
@@ -222,31 +220,30 @@ func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, http.StatusNoContent, nil, err)
 }
 
-// projectHolds names what keeps a project from being deleted, or "".
-func (s *Server) projectHolds(id string) string {
-	if len(s.st.DeviceOrder[id]) > 0 {
-		return "devices"
-	}
-	if len(s.st.HWOrder[id]) > 0 {
-		return "hardware reservations"
-	}
-	for _, rid := range s.st.IPOrder[id] {
-		if !s.st.IPReservations[rid].Management {
-			return "IP reservations"
+// emptyProject deletes what a project holds, as Packet does when the project is deleted (the
+// spec's deleteProject answers 204, never a refusal for what is inside): its devices go at once
+// (their addresses, BGP sessions and reservations' hold released), then its load balancers and
+// VLANs. Its IP reservations and the rest go with forgetProject.
+func (s *Server) emptyProject(id string) {
+	for _, did := range append([]string(nil), s.st.DeviceOrder[id]...) {
+		if d := s.st.Devices[did]; d != nil {
+			s.removeDevice(d, s.st.Now)
 		}
 	}
-	for _, vid := range s.st.VNOrder {
+	for _, lid := range append([]string(nil), s.st.LBOrder[id]...) {
+		if lb := s.st.LoadBalancers[lid]; lb != nil {
+			s.forgetLoadBalancer(lb)
+		}
+	}
+	for _, vid := range append([]string(nil), s.st.VNOrder...) {
 		if s.st.VirtualNetworks[vid].ProjectID == id {
-			return "virtual networks"
+			delete(s.st.VirtualNetworks, vid)
+			s.st.VNOrder = removeID(s.st.VNOrder, vid)
 		}
 	}
-	if len(s.st.LBOrder[id]) > 0 {
-		return "load balancers"
-	}
-	return ""
 }
 
-// forgetProject drops an empty project and what only it used: its
+// forgetProject drops an emptied project and what only it used: its
 // management blocks (their addresses go back to the pools), SSH keys, BGP
 // config, events, and load-balancer pools and ports left without a load
 // balancer.

@@ -15,7 +15,7 @@ type deviceJSON struct {
 	ShortID                string          `json:"short_id"`
 	Href                   string          `json:"href"`
 	Hostname               string          `json:"hostname"`
-	Description            *string         `json:"description"`
+	Description            *string         `json:"description,omitempty"`
 	State                  string          `json:"state"`
 	CreatedAt              string          `json:"created_at"`
 	UpdatedAt              string          `json:"updated_at"`
@@ -40,7 +40,7 @@ type deviceJSON struct {
 	HardwareReservation    any             `json:"hardware_reservation,omitempty"`
 	SpotInstance           bool            `json:"spot_instance"`
 	SpotPriceMax           float64         `json:"spot_price_max,omitempty"`
-	TerminationTime        *string         `json:"termination_time"`
+	TerminationTime        *string         `json:"termination_time,omitempty"`
 	NetworkPorts           any             `json:"network_ports"`
 	NetworkType            string          `json:"network_type,omitempty"`
 	CustomData             map[string]any  `json:"customdata"`
@@ -60,7 +60,7 @@ func (s *Server) renderDevice(d *Device, inc includes, now time.Time) deviceJSON
 		UserData: d.UserData, IPXEScriptURL: d.IPXEScriptURL, AlwaysPXE: d.AlwaysPXE, SpotInstance: d.SpotInstance,
 		SpotPriceMax: d.SpotPriceMax, CustomData: d.CustomData, SwitchUUID: stableID("switch", d.Facility+d.ID[:2]),
 		SOS:       d.ShortID + "@sos." + d.Facility + ".platformequinix.com",
-		CreatedBy: href{Href: apiPrefix + "/users/" + s.seed.User.ID}}
+		CreatedBy: s.renderUserLite()}
 	if d.Description != "" {
 		desc := d.Description
 		out.Description = &desc
@@ -229,7 +229,7 @@ type ipJSON struct {
 	Gateway       string          `json:"gateway"`
 	Netmask       string          `json:"netmask"`
 	CIDR          int             `json:"cidr"`
-	Metro         json.RawMessage `json:"metro"`
+	Metro         json.RawMessage `json:"metro,omitempty"` // none for global addresses
 	Project       href            `json:"project"`
 	Tags          []string        `json:"tags,omitempty"`
 	ParentBlock   *parentBlock    `json:"parent_block,omitempty"`
@@ -258,7 +258,7 @@ type parentBlock struct {
 func (s *Server) renderAssignment(a *IPAssignment) ipJSON {
 	r := s.st.IPReservations[a.ReservationID]
 	network, _ := netip.ParseAddr(a.Network)
-	out := ipJSON{ID: a.ID, Href: apiPrefix + "/ips/" + a.ID, Type: r.Type, AddressFamily: 4, Public: r.Type != "private_ipv4",
+	out := ipJSON{ID: a.ID, Href: apiPrefix + "/ips/" + a.ID, Type: "IPAssignment", AddressFamily: 4, Public: r.Type != "private_ipv4",
 		Management: a.Management, Manageable: true, Enabled: true, Address: a.Address, Network: a.Network,
 		Gateway: a.Network, Netmask: netmask(network, a.CIDR), CIDR: a.CIDR, Metro: s.ipMetro(r), GlobalIP: r.Type == "global_ipv4",
 		Project: href{Href: apiPrefix + "/projects/" + r.ProjectID}, CustomData: map[string]any{},
@@ -285,10 +285,11 @@ func (s *Server) renderAssignment(a *IPAssignment) ipJSON {
 	return out
 }
 
-// ipMetro is the metro of a block: null for global addresses, which have none.
+// ipMetro is the metro of a block: none for global addresses (the spec's metro is not nullable,
+// so the field is left out).
 func (s *Server) ipMetro(r *IPReservation) json.RawMessage {
 	if r.Metro == "" {
-		return json.RawMessage("null")
+		return nil
 	}
 	return s.catalog.metro(r.Metro).json
 }
@@ -300,7 +301,7 @@ func (s *Server) renderReservation(r *IPReservation, inc includes, now time.Time
 	out := ipJSON{ID: r.ID, Href: apiPrefix + "/ips/" + r.ID, Type: r.Type, AddressFamily: 4, Public: r.Type != "private_ipv4",
 		Management: r.Management, Manageable: true, GlobalIP: r.Type == "global_ipv4", Enabled: true, CIDR: r.CIDR,
 		Metro: s.ipMetro(r), Project: href{Href: apiPrefix + "/projects/" + r.ProjectID}, Tags: r.Tags, CustomData: r.CustomData,
-		CreatedAt: rfc3339(r.CreatedAt), UpdatedAt: rfc3339(r.UpdatedAt), Assignments: []any{},
+		CreatedAt: rfc3339(r.CreatedAt), Assignments: []any{},
 		Available: apiPrefix + "/ips/" + r.ID + "/available", Addon: &addon, Bill: &addon, State: r.State, Details: r.Details}
 	if out.Tags == nil {
 		out.Tags = []string{}
@@ -313,8 +314,6 @@ func (s *Server) renderReservation(r *IPReservation, inc includes, now time.Time
 	}
 	if r.Facility != "" {
 		out.Facility = s.catalog.facility(r.Facility).json
-	} else {
-		out.Facility = json.RawMessage("null")
 	}
 	if r.Network != "" {
 		network, _ := netip.ParseAddr(r.Network)

@@ -50,6 +50,13 @@ func errorf(status int, msgs ...string) *apiError { return &apiError{status: sta
 
 func notFound() *apiError { return errorf(http.StatusNotFound, msgNotFound) }
 
+// notAllowed refuses what a project API key may not do at all (create projects and
+// organizations, delete organizations): a 401, the one refusal the spec gives those operations
+// besides a bad body *(words unverified)*.
+func notAllowed(kind string) *apiError {
+	return errorf(http.StatusUnauthorized, "You are not authorized to manage this "+kind+" with a project API key")
+}
+
 func forbidden(kind string) *apiError {
 	return errorf(http.StatusForbidden, "You are not authorized to view this "+kind)
 }
@@ -103,11 +110,12 @@ func (s *Server) respond(w http.ResponseWriter, status int, v any, err error) {
 }
 
 // decodeBody reads a JSON request body into v. An empty body is fine (the
-// API treats it as "no fields"); malformed JSON is a 400 like the real API.
+// API treats it as "no fields"); malformed JSON is a 422, the one refusal of a body the published
+// spec gives its operations (none lists a 400).
 func decodeBody(r *http.Request, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 	if err != nil {
-		return errorf(http.StatusBadRequest, msgInvalidJSON)
+		return errorf(http.StatusUnprocessableEntity, msgInvalidJSON)
 	}
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil
@@ -117,7 +125,7 @@ func decodeBody(r *http.Request, v any) error {
 		if errors.As(err, &typeErr) {
 			return errorf(http.StatusUnprocessableEntity, typeErr.Field+" has an invalid type")
 		}
-		return errorf(http.StatusBadRequest, msgInvalidJSON)
+		return errorf(http.StatusUnprocessableEntity, msgInvalidJSON)
 	}
 	return nil
 }

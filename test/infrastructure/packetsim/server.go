@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim/metalspec"
 )
 
 const apiPrefix = "/metal/v1"
@@ -36,10 +38,12 @@ type Server struct {
 	limiter  *rateLimiter
 	recorder *recorder
 	metrics  *metrics
-	consoles consoles
-	mux      *http.ServeMux
-	lbaas    lbaasRouter // the load-balancer service and its token exchange (lbaas.go)
-	handler  http.Handler
+	// conformance checks every Metal API exchange against the published spec; nil with NoSpecCheck.
+	conformance *conformance
+	consoles    consoles
+	mux         *http.ServeMux
+	lbaas       lbaasRouter // the load-balancer service and its token exchange (lbaas.go)
+	handler     http.Handler
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -89,6 +93,16 @@ func New(opts Options) (*Server, error) {
 			}
 			s.recomputeNextDue()
 		}
+	}
+	if !opts.NoSpecCheck {
+		spec := opts.Spec
+		if spec == nil {
+			var err error
+			if spec, err = metalspec.Default(); err != nil {
+				return nil, err
+			}
+		}
+		s.conformance = newConformance(spec, opts.SpecLog)
 	}
 	s.faults = newFaultSet(opts.RandomSeed)
 	s.limiter = newRateLimiter(opts.RateLimit)
@@ -277,6 +291,11 @@ type statusWriter struct {
 	// it by its length could otherwise see the answer before the recorder counted it.
 	record   func()
 	recorded bool
+	// answer keeps a copy of the body for the spec check; nil when nothing checks it.
+	answer *bytes.Buffer
+	// injected is true when a fault wrote the answer: an HTML page of a load balancer, a dropped
+	// connection, which model the network, not the API, and are not held to the spec.
+	injected bool
 }
 
 func (w *statusWriter) setStatus(code int) {
@@ -296,6 +315,9 @@ func (w *statusWriter) WriteHeader(code int) {
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	w.setStatus(http.StatusOK)
+	if w.answer != nil {
+		w.answer.Write(b)
+	}
 	return w.ResponseWriter.Write(b)
 }
 
@@ -307,6 +329,10 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/") || isLBaaS
 	body := bufferBody(r, isAPI)
 	w.record = func() { s.finish(w, r, start, isAPI, body) }
+	checked := isAPI && !isLBaaS && s.conformance != nil
+	if checked {
+		w.answer = &bytes.Buffer{}
+	}
 	defer func() {
 		p := recover()
 		if p != nil && p != http.ErrAbortHandler && w.status == 0 { //nolint:errorlint // recover() returns the sentinel itself
@@ -315,6 +341,9 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 		}
 		// Records an answer that wrote nothing.
 		w.setStatus(http.StatusOK)
+		if checked && !w.injected && p == nil {
+			s.conformance.check(r, body, w.status, w.Header(), w.answer.Bytes())
+		}
 		if p == http.ErrAbortHandler { //nolint:errorlint // recover() returns the sentinel itself
 			panic(p)
 		}
@@ -390,6 +419,8 @@ func (s *Server) withRequestFaults(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.applyRequestFaults(w, r, h) {
 			h(w, r)
+		} else if sw, ok := w.(*statusWriter); ok {
+			sw.injected = true
 		}
 	}
 }

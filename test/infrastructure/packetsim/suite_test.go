@@ -17,7 +17,15 @@ import (
 func TestPacketsim(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "packetsim")
+	rep := specTally.Report()
+	t.Log(rep.Summary())
+	for _, f := range rep.Requests {
+		t.Logf("request off the spec (accepted): %s (%d×)", f.Finding, f.Count)
+	}
 }
+
+// specTally adds up every simulator's spec check, for the suite's closing line.
+var specTally packetsim.Tally
 
 const projectID = packetsim.DefaultProjectID
 
@@ -41,6 +49,9 @@ func newEnv(mutate ...func(*packetsim.Options)) *env {
 	DeferCleanup(func() {
 		srv.Close()
 		Expect(sim.Close()).To(Succeed())
+		rep := sim.Conformance()
+		specTally.Add(rep)
+		Expect(rep.Err()).NotTo(HaveOccurred())
 	})
 	return &env{sim: sim, http: srv, client: clientFor(srv.URL, packetsim.DefaultToken)}
 }

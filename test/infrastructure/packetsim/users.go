@@ -28,8 +28,8 @@ type userUpdateRequest struct {
 	TimeZone    *string `json:"timezone"`
 }
 
-// renderUser renders the user. default_project_id is the first project, or
-// null in an account without projects. Caller holds a lock.
+// renderUser renders the user. default_project_id is the first project, left out in an account
+// without projects. Caller holds a lock.
 func (s *Server) renderUser() map[string]any {
 	u := s.st.User
 	var defaultProject *string
@@ -42,12 +42,28 @@ func (s *Server) renderUser() map[string]any {
 			sshKeys++
 		}
 	}
-	return map[string]any{"id": u.ID, "short_id": u.ID[:8], "first_name": u.FirstName, "last_name": u.LastName,
+	out := map[string]any{"id": u.ID, "short_id": u.ID[:8], "first_name": u.FirstName, "last_name": u.LastName,
 		"full_name": u.FirstName + " " + u.LastName, "email": u.Email, "emails": []href{{Href: apiPrefix + "/emails/" + stableID("email", u.Email)}},
 		"href": apiPrefix + "/users/" + u.ID, "created_at": rfc3339(u.CreatedAt), "updated_at": rfc3339(u.UpdatedAt),
-		"default_project_id": defaultProject, "default_organization_id": u.DefaultOrganizationID,
 		"phone_number": u.PhoneNumber, "timezone": u.TimeZone, "number_of_ssh_keys": sshKeys,
 		"two_factor_auth": "", "restricted": false, "staff": false, "customdata": map[string]any{}}
+	if u.DefaultOrganizationID != "" {
+		out["default_organization_id"] = u.DefaultOrganizationID
+	}
+	if defaultProject != nil {
+		// The spec's default_project_id is a UUID, not nullable: an account without projects has none.
+		out["default_project_id"] = *defaultProject
+	}
+	return out
+}
+
+// renderUserLite is the user as a device's created_by shows it without include=: the spec's
+// UserLite, which a client generated from the spec needs with its id and short_id.
+func (s *Server) renderUserLite() map[string]any {
+	u := s.st.User
+	return map[string]any{"id": u.ID, "short_id": u.ID[:8], "first_name": u.FirstName, "last_name": u.LastName,
+		"full_name": u.FirstName + " " + u.LastName, "email": u.Email, "href": apiPrefix + "/users/" + u.ID,
+		"created_at": rfc3339(u.CreatedAt), "updated_at": rfc3339(u.UpdatedAt)}
 }
 
 func (s *Server) getCurrentUser(w http.ResponseWriter, r *http.Request) {

@@ -109,7 +109,7 @@ func (s *Server) createVLANBatch(w http.ResponseWriter, r *http.Request) {
 		return s.renderVLANBatch(d, &d.VLANBatches[len(d.VLANBatches)-1], now, true), nil
 	}()
 	s.mu.Unlock()
-	s.respond(w, http.StatusOK, body, err)
+	s.respond(w, http.StatusCreated, body, err)
 }
 
 // vlanBatchItem checks one assignment of a batch (state assigned, the default, or unassigned; a

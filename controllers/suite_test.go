@@ -95,6 +95,9 @@ var _ = AfterSuite(func() {
 	if simServer != nil {
 		simServer.Close()
 	}
+	if sim != nil {
+		packetsim.CheckConformance(GinkgoT(), sim)
+	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}

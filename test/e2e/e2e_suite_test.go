@@ -64,7 +64,9 @@ var _ = AfterSuite(func() {
 	for _, c := range sb.Components {
 		pids = append(pids, c.Pid())
 	}
+	specErr := ExpectSpecConformance(context.Background(), sim, GinkgoWriter)
 	sb.Stop()
+	Expect(specErr).NotTo(HaveOccurred(), "every Packet API answer of the suite meets the published spec")
 	// Nothing the sandbox started may be left running.
 	for i, pid := range pids {
 		Expect(sandbox.Alive(pid)).To(BeFalse(), "%s (pid %d) is still running after Stop", sb.Components[i].Name, pid)

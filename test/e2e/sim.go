@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
 // SimClient reads the simulator's state through the Packet API (as the test harness, with its
@@ -308,6 +310,29 @@ func (c *SimClient) InjectFault(ctx context.Context, f Fault) (string, error) {
 // ClearFaults removes every fault.
 func (c *SimClient) ClearFaults(ctx context.Context) error {
 	return c.do(ctx, http.MethodDelete, "/_sim/faults", nil, nil)
+}
+
+// Conformance is what the simulator's check against the published Metal API spec has seen.
+func (c *SimClient) Conformance(ctx context.Context) (packetsim.ConformanceReport, error) {
+	var out packetsim.ConformanceReport
+	return out, c.do(ctx, http.MethodGet, "/_sim/conformance", nil, &out)
+}
+
+// ExpectSpecConformance fails the calling node if any answer the suite got was off the spec, and
+// prints how many were validated; suites call it before they stop the sandbox.
+func ExpectSpecConformance(ctx context.Context, c *SimClient, w io.Writer) error {
+	if c == nil { // the suite never got as far as a simulator
+		return nil
+	}
+	rep, err := c.Conformance(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the simulator's spec check: %w", err)
+	}
+	if !rep.Checked {
+		return fmt.Errorf("the simulator ran without the Metal API spec check")
+	}
+	fmt.Fprintln(w, rep.Summary())
+	return rep.Err()
 }
 
 // Requests returns the recorded requests.

@@ -29,7 +29,7 @@ func newSim(t *testing.T, opts packetsim.Options) (*packetsim.Server, packet.Cli
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sim.Handler())
-	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
+	t.Cleanup(func() { srv.Close(); _ = sim.Close(); packetsim.CheckConformance(t, sim) })
 	c, err := packet.New(packet.Options{APIURL: srv.URL + "/metal/v1", APIKey: packetsim.DefaultToken, QPS: 1000, Burst: 1000, PageSize: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -87,7 +87,9 @@ var _ = AfterSuite(func() {
 		bootstrapClusterProxy.Dispose(ctx)
 	}
 	if sb != nil {
+		specErr := e2e.ExpectSpecConformance(ctx, sim, GinkgoWriter)
 		sb.Stop()
+		Expect(specErr).NotTo(HaveOccurred(), "every Packet API answer of the suite meets the published spec")
 	}
 })
 

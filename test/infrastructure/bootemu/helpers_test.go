@@ -80,6 +80,7 @@ func newEnvWith(t testing.TB, opts Options) *env {
 		cancel()
 		srv.Close()
 		_ = sim.Close()
+		packetsim.CheckConformance(t, sim)
 	})
 	return &env{t: t, ctx: ctx, sim: sim, metal: metal, emu: emu, url: srv.URL}
 }

@@ -1,7 +1,6 @@
 package packetsim
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -71,11 +70,6 @@ type conformance struct {
 func newConformance(spec *metalspec.Spec, log io.Writer) *conformance {
 	return &conformance{spec: spec, log: log, sem: make(chan struct{}, runtime.GOMAXPROCS(0)),
 		answers: map[string]int{}, findings: map[metalspec.Finding]int{}}
-}
-
-// capture is a response writer's copy of the answer, for the check.
-type capture struct {
-	body bytes.Buffer
 }
 
 // check validates the exchange in the background: the client has its answer already, and a
@@ -204,4 +198,25 @@ func (r ConformanceReport) Summary() string {
 	}
 	return fmt.Sprintf("Metal API spec: %d answers validated in %d operations, %d off the spec; %d kinds of request off the spec (accepted)",
 		r.Total(), len(r.Answers), off, len(r.Requests))
+}
+
+// TestingT is the part of testing.TB (or Ginkgo's GinkgoT()) CheckConformance reports through.
+type TestingT interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+// CheckConformance fails t if the simulator answered off the spec, naming each finding, and logs
+// how many answers were checked. Suites call it when they are done with a simulator.
+func CheckConformance(t TestingT, s *Server) {
+	t.Helper()
+	rep := s.Conformance()
+	if !rep.Checked {
+		return
+	}
+	t.Logf("%s", rep.Summary())
+	if err := rep.Err(); err != nil {
+		t.Errorf("%v", err)
+	}
 }

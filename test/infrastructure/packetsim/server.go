@@ -63,21 +63,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Timing != nil {
 		s.timing = *opts.Timing
 	}
-	if s.opts.PerPage <= 0 {
-		s.opts.PerPage = 10
-	}
-	if s.opts.Tokens == nil {
-		s.opts.Tokens = map[string][]string{DefaultToken: nil}
-	}
-	if s.opts.Knobs.CapacityStatus == 0 {
-		s.opts.Knobs.CapacityStatus = http.StatusServiceUnavailable
-	}
-	if s.opts.LBaaSTokenTTL <= 0 {
-		s.opts.LBaaSTokenTTL = time.Hour
-	}
-	if s.opts.Knobs.MaxUserdataBytes == 0 {
-		s.opts.Knobs.MaxUserdataBytes = 64 << 10
-	}
+	s.applyDefaults()
 	s.catalog = newCatalog(s.seed)
 	s.st = newStore(s.seed, s.clock.Now())
 	if opts.StateFile != "" {
@@ -95,14 +81,9 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	if !opts.NoSpecCheck {
-		spec := opts.Spec
-		if spec == nil {
-			var err error
-			if spec, err = metalspec.Default(); err != nil {
-				return nil, err
-			}
+		if err := s.startConformance(); err != nil {
+			return nil, err
 		}
-		s.conformance = newConformance(spec, opts.SpecLog)
 	}
 	s.faults = newFaultSet(opts.RandomSeed)
 	s.limiter = newRateLimiter(opts.RateLimit)
@@ -114,6 +95,39 @@ func New(opts Options) (*Server, error) {
 		s.startFlusher()
 	}
 	return s, nil
+}
+
+// applyDefaults fills the options a zero Options leaves unset.
+func (s *Server) applyDefaults() {
+	if s.opts.PerPage <= 0 {
+		s.opts.PerPage = 10
+	}
+	if s.opts.Tokens == nil {
+		s.opts.Tokens = map[string][]string{DefaultToken: nil}
+	}
+	if s.opts.Knobs.CapacityStatus == 0 {
+		s.opts.Knobs.CapacityStatus = http.StatusServiceUnavailable
+	}
+	if s.opts.LBaaSTokenTTL <= 0 {
+		s.opts.LBaaSTokenTTL = time.Hour
+	}
+	if s.opts.Knobs.MaxUserdataBytes == 0 {
+		s.opts.Knobs.MaxUserdataBytes = 64 << 10
+	}
+}
+
+// startConformance loads the published spec (Options.Spec, else the module's copy) and
+// starts checking every exchange against it.
+func (s *Server) startConformance() error {
+	spec := s.opts.Spec
+	if spec == nil {
+		var err error
+		if spec, err = metalspec.Default(); err != nil {
+			return err
+		}
+	}
+	s.conformance = newConformance(spec, s.opts.SpecLog)
+	return nil
 }
 
 // Handler serves /metal/v1/, the load-balancer service under /lbaas/ and

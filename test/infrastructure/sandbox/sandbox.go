@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim/metalspec"
 )
 
 // supervisorName is the pid file name of the process that runs the sandbox.
@@ -261,7 +262,11 @@ const managerName = "capp-controller-manager"
 
 func (s *Sandbox) simArgs() []string {
 	args := []string{fmt.Sprintf("--listen=127.0.0.1:%d", s.ports.Packetsim), "--timing=" + s.cfg.SimTiming,
-		"--state-file=" + filepath.Join(s.cfg.StateDir, "packetsim", "state.json"), "--boot"}
+		"--state-file=" + filepath.Join(s.cfg.StateDir, "packetsim", "state.json"), "--boot", "--metal-spec-strict"}
+	// The sandbox finds the spec (it runs inside the module, the simulator's folder need not).
+	if spec, err := metalspec.Locate(); err == nil {
+		args = append(args, "--metal-spec="+spec)
+	}
 	if s.cfg.SimPublicIPv4 != "" {
 		args = append(args, "--public-ipv4-pool="+s.cfg.SimPublicIPv4)
 	}

@@ -62,8 +62,11 @@ func Locate() (string, error) {
 		return "", fmt.Errorf("locating %s (set %s to its %s): %w", Module, EnvSpecFile, specFile, err)
 	}
 	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return "", fmt.Errorf("locating %s: %s %v", Module, mod.Error, err)
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return "", fmt.Errorf("locating %s: %w", Module, err)
+	}
+	if mod.Dir == "" {
+		return "", fmt.Errorf("locating %s: %s", Module, mod.Error)
 	}
 	return filepath.Join(mod.Dir, specFile), nil
 }

@@ -30,6 +30,7 @@ import (
 
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/bootemu"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim/metalspec"
 )
 
 func main() {
@@ -41,6 +42,8 @@ func main() {
 // flags are the command line.
 type flags struct {
 	listen, tokens, seedFile, stateFile, timing, faultsFile, rateLimit, publicPool, runScripts string
+	metalSpec                                                                                  string
+	metalSpecStrict                                                                            bool
 	perPage                                                                                    int
 	randomSeed                                                                                 int64
 	boot                                                                                       bool
@@ -64,6 +67,8 @@ func parseFlags() *flags {
 	flag.DurationVar(&f.joinTimeout, "boot-join-timeout", 5*time.Minute, "how long an emulated kubeadm join waits for its control plane")
 	flag.StringVar(&f.runScripts, "boot-run-scripts", "", "comma-separated paths of scripts a device's user-data writes that the emulated host runs with bash before kubeadm (e.g. /wait-signal.sh of Cluster API's KCP remediation spec); others are never run")
 	flag.DurationVar(&f.lbaasTokenTTL, "lbaas-token-ttl", time.Hour, "lifetime of the load-balancer service's access tokens (/iam/api-keys/exchange)")
+	flag.StringVar(&f.metalSpec, "metal-spec", "auto", "the Metal API OpenAPI document every request and answer is checked against: auto (equinix-sdk-go's, from the Go module cache; needs the go command), off, or the path of its openapi3.yaml")
+	flag.BoolVar(&f.metalSpecStrict, "metal-spec-strict", false, "exit with status 3 at stop if any answer was off the spec (GET /_sim/conformance lists them meanwhile)")
 	flag.Parse()
 	return f
 }
@@ -102,13 +107,40 @@ func run() error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)
-	return sim.Close() // writes the state file
+	if err := sim.Close(); err != nil { // writes the state file
+		return err
+	}
+	return conformanceAtStop(sim.Conformance(), f.metalSpecStrict)
+}
+
+// conformanceAtStop says what the spec check saw; strict, answers off the spec fail the process.
+func conformanceAtStop(rep packetsim.ConformanceReport, strict bool) error {
+	if !rep.Checked {
+		return nil
+	}
+	log.Printf("packetsim: %s", rep.Summary())
+	if err := rep.Err(); err != nil && strict {
+		log.Printf("packetsim: %v", err)
+		os.Exit(3)
+	}
+	return nil
 }
 
 // simOptions are the simulator's options from the command line.
 func simOptions(f *flags) (packetsim.Options, error) {
 	opts := packetsim.Options{PerPage: f.perPage, StateFile: f.stateFile, RandomSeed: f.randomSeed, Log: os.Stderr,
-		Tokens: parseTokens(f.tokens), LBaaSTokenTTL: f.lbaasTokenTTL}
+		Tokens: parseTokens(f.tokens), LBaaSTokenTTL: f.lbaasTokenTTL, SpecLog: os.Stderr}
+	switch f.metalSpec {
+	case "auto": // metalspec.Default
+	case "off":
+		opts.NoSpecCheck = true
+	default:
+		spec, err := metalspec.Load(f.metalSpec)
+		if err != nil {
+			return opts, err
+		}
+		opts.Spec = spec
+	}
 	t, err := packetsim.TimingProfile(f.timing)
 	if err != nil {
 		return opts, err

@@ -93,6 +93,9 @@ func (e *Emulator) firstBoot(d *packetsim.Device) *host {
 	}
 	b.Scripts = allowedScripts(b.Scripts, e.opts.RunScripts)
 	h.boot = b
+	for _, line := range b.Console {
+		e.console(h, "%s", line)
+	}
 	e.console(h, "cloud-init: runcmd: kubeadm %s (node %s, endpoint %s)", b.Role, b.NodeName, b.Endpoint)
 	return h
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,13 @@ func (e *Emulator) fail(h *host, err error) {
 	e.log.Info("Boot failed", "device", h.deviceID, "reason", h.failed)
 }
 
+// notRun are the programs the emulation does not run: all but the scripts it was allowed to.
+func notRun(programs []string, run []Script) []string {
+	return slices.DeleteFunc(slices.Clone(programs), func(p string) bool {
+		return slices.ContainsFunc(run, func(s Script) bool { return strings.Fields(s.Command)[0] == p })
+	})
+}
+
 // firstBoot reads the user-data of a device that just became active.
 func (e *Emulator) firstBoot(d *packetsim.Device) *host {
 	h := &host{deviceID: d.ID, projectID: d.ProjectID, events: len(d.Events), state: d.State}
@@ -95,6 +103,9 @@ func (e *Emulator) firstBoot(d *packetsim.Device) *host {
 	h.boot = b
 	for _, line := range b.Console {
 		e.console(h, "%s", line)
+	}
+	if noOps := notRun(b.Programs, b.Scripts); len(noOps) > 0 {
+		e.console(h, "cloud-init: runcmd: not emulated, taken as succeeded: %s", strings.Join(noOps, ", "))
 	}
 	e.console(h, "cloud-init: runcmd: kubeadm %s (node %s, endpoint %s)", b.Role, b.NodeName, b.Endpoint)
 	return h

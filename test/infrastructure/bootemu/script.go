@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -40,6 +41,37 @@ func preKubeadmScripts(files map[string]string, commands []string) []Script {
 		}
 		if content, ok := files[path]; ok && strings.HasPrefix(content, "#!") {
 			out = append(out, Script{Path: path, Command: c, Content: content})
+		}
+	}
+	return out
+}
+
+// shellWords are what starts a shell line without being a program.
+var shellWords = map[string]bool{"if": true, "then": true, "else": true, "elif": true, "fi": true, "for": true,
+	"do": true, "done": true, "while": true, "until": true, "case": true, "esac": true, "{": true, "}": true,
+	"[": true, "[[": true, "!": true, "set": true, "export": true, "local": true}
+
+// programName is a command's first word when it names a program (no assignment, no quoting).
+var programName = regexp.MustCompile(`^[A-Za-z0-9_./+-]+$`)
+
+// programsOf lists, once each and in order, the programs the runcmd lines start other than
+// kubeadm: the first word of each shell line, here-document bodies skipped.
+func programsOf(commands []string) []string {
+	var out []string
+	for _, c := range commands {
+		lines := logicalLines(c)
+		for i := 0; i < len(lines); i++ {
+			line := lines[i]
+			if m := heredoc.FindStringSubmatch(line); m != nil {
+				_, end := heredocBody(lines[i+1:], m[2])
+				i += end
+			}
+			fields := strings.Fields(line)
+			if len(fields) == 0 || strings.HasPrefix(fields[0], "#") || shellWords[fields[0]] ||
+				!programName.MatchString(fields[0]) || fields[0] == "kubeadm" || slices.Contains(out, fields[0]) {
+				continue
+			}
+			out = append(out, fields[0])
 		}
 	}
 	return out

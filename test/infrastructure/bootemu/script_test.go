@@ -3,6 +3,7 @@ package bootemu
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,5 +115,33 @@ func TestPreKubeadmScriptsAreTheCommandsBeforeKubeadmThatRunAWrittenScript(t *te
 	}
 	if s := got[0].String(); strings.Contains(s, "tok") {
 		t.Errorf("String() shows the command's arguments: %q", s)
+	}
+}
+
+// The programs the previous provider's v0.9.0 kube-vip flavour runs around kubeadm are listed by
+// name, once each, with no here-document line or shell keyword among them.
+func TestProgramsOfThePreviousProvidersCommands(t *testing.T) {
+	dir, err := previousProviderTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, commands, _ := controlPlanePayload(t, filepath.Join(dir, "cluster-template-kube-vip.yaml"))
+	got := programsOf(append(commands, "kubeadm init --config /run/kubeadm/kubeadm.yaml"))
+	for _, want := range []string{"swapoff", "modprobe", "sysctl", "apt-get", "curl", "containerd", "systemctl", "ip", "ctr", "kubectl", "rm"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("programs %v: %s missing", got, want)
+		}
+	}
+	for _, never := range []string{"kubeadm", "overlay", "br_netfilter", "net.ipv4.ip_forward", "runtime-endpoint:", "fi", "EOF"} {
+		if slices.Contains(got, never) {
+			t.Errorf("programs %v: %s is not a program the host starts", got, never)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range got {
+		if seen[p] {
+			t.Errorf("programs %v: %s twice", got, p)
+		}
+		seen[p] = true
 	}
 }

@@ -62,6 +62,9 @@ type Boot struct {
 	// of the kube-vip image lands in the kubelet's manifest folder, whatever writes it and under
 	// whatever name (kubevip.go). CloudProvider is set when the host installs CPEM.
 	KubeVIP, CloudProvider bool
+	// Programs are the programs runcmd starts besides kubeadm, by name only (their arguments may
+	// carry credentials): the emulation takes them as having succeeded, and says so.
+	Programs []string
 	// Console are lines the boot writes to the serial console about what it read.
 	Console []string
 	// Scripts are the commands before kubeadm that run a script the payload writes. The
@@ -148,7 +151,7 @@ func ParseUserData(userData string, id Identity) (*Boot, error) {
 
 // fromFiles builds the Boot from the files the payload writes and the commands it runs.
 func fromFiles(files map[string]string, commands []string, id Identity) (*Boot, error) {
-	b := &Boot{Scripts: preKubeadmScripts(files, commands)}
+	b := &Boot{Scripts: preKubeadmScripts(files, commands), Programs: programsOf(commands)}
 	all := strings.Join(commands, "\n")
 	switch kubeVIPMode(files, commands) {
 	case vipBGP:

@@ -30,7 +30,7 @@ func TestKubeVIPIsReadFromWhatLandsOnTheHost(t *testing.T) {
 		"a BGP static pod under any name": {files: map[string]string{"/etc/kubernetes/manifests/vip.yaml": bgp}, want: vipBGP},
 		"an ARP static pod from a mirror": {files: map[string]string{"/etc/kubernetes/manifests/a.yaml": arp}, want: vipARP},
 		"the manifest outside the kubelet's folder": {
-			files: map[string]string{"/root/kube-vip.yaml": bgp}, want: vipNone},
+			files: map[string]string{"/etc/kube-vip/kube-vip.yaml": bgp}, want: vipNone},
 		"a static pod of another image": {files: map[string]string{
 			"/etc/kubernetes/manifests/kube-vip.yaml": pod("ghcr.io/example/not-kube-vip:v1", "bgp_enable", "true")}, want: vipNone},
 		"the image's manifest command with --bgp": {commands: []string{

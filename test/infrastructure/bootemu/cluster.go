@@ -42,6 +42,8 @@ type workloadCluster struct {
 	everServed bool
 	// lastMove is when the emulated CPEM last tried to move the elastic IP (see MoveRetry).
 	lastMove time.Time
+	// cpemSaid is what the emulated CPEM last said on a console about a move it could not make.
+	cpemSaid string
 
 	handler http.Handler
 	log     logr.Logger

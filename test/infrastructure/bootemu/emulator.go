@@ -21,9 +21,10 @@ import (
 
 // Options tune the emulation.
 type Options struct {
-	// MetalURL and Token are the Packet API the emulated CPEM calls to move an elastic IP (the
-	// simulator's own, e.g. http://127.0.0.1:4000/metal/v1/); without them it never moves one.
-	MetalURL, Token string
+	// MetalURL is the Packet API the emulated CPEM calls to move an elastic IP (the simulator's
+	// own, e.g. http://127.0.0.1:4000/metal/v1/), with the key it finds in the workload cluster
+	// (cpem.go); without it CPEM never moves one.
+	MetalURL string
 	// Interval is how often devices are looked at (default 500ms).
 	Interval time.Duration
 	// JoinTimeout is how long kubeadm join's discovery retries (kubeadm's default: 5m).
@@ -43,11 +44,10 @@ type Options struct {
 
 // Emulator boots the simulator's devices into workload clusters.
 type Emulator struct {
-	sim   *packetsim.Server
-	opts  Options
-	log   logr.Logger
-	mgr   inmemoryruntime.Manager
-	metal *packngo.Client
+	sim  *packetsim.Server
+	opts Options
+	log  logr.Logger
+	mgr  inmemoryruntime.Manager
 
 	// hosts and clusters are touched by Step only.
 	hosts    map[string]*host            // by device ID
@@ -74,16 +74,8 @@ func New(sim *packetsim.Server, opts Options) (*Emulator, error) {
 			return nil, err
 		}
 	}
-	e := &Emulator{sim: sim, opts: opts, log: opts.Log, mgr: inmemoryruntime.NewManager(scheme),
-		hosts: map[string]*host{}, clusters: map[string]*workloadCluster{}}
-	if opts.MetalURL != "" {
-		c, err := packngo.NewClientWithBaseURL("bootemu-cpem", opts.Token, nil, opts.MetalURL)
-		if err != nil {
-			return nil, fmt.Errorf("packet API client for the emulated CPEM: %w", err)
-		}
-		e.metal = c
-	}
-	return e, nil
+	return &Emulator{sim: sim, opts: opts, log: opts.Log, mgr: inmemoryruntime.NewManager(scheme),
+		hosts: map[string]*host{}, clusters: map[string]*workloadCluster{}}, nil
 }
 
 // Start starts the in-memory runtime that holds the workload clusters' objects; Run calls it.
@@ -134,7 +126,7 @@ func (e *Emulator) Step(ctx context.Context) {
 			delete(e.hosts, id)
 		}
 	}
-	e.route(devices, now)
+	e.route(ctx, devices, now)
 }
 
 func (e *Emulator) observe(ctx context.Context, h *host, d *packetsim.Device, now time.Time) {
@@ -225,7 +217,7 @@ func (e *Emulator) addresses(d *packetsim.Device) []corev1.NodeAddress {
 // route decides, for each cluster, whether Packet delivers traffic for its endpoint to a live
 // control plane, opens or closes the endpoint accordingly, and lets the emulated CPEM move the
 // elastic IP when its holder is gone. A cluster without control planes left is dropped.
-func (e *Emulator) route(devices map[string]*packetsim.Device, now time.Time) {
+func (e *Emulator) route(ctx context.Context, devices map[string]*packetsim.Device, now time.Time) {
 	for endpoint, c := range e.clusters {
 		var live []*host
 		members, projectID := 0, ""
@@ -255,7 +247,7 @@ func (e *Emulator) route(devices map[string]*packetsim.Device, now time.Time) {
 		holder, routed := e.routedTo(c, live, now)
 		e.open(c, routed)
 		if !routed && len(live) > 0 && c.cloudProvider && !c.kubeVIP && c.everServed {
-			e.moveElasticIP(c, holder, live[0], now)
+			e.moveElasticIP(ctx, c, holder, live[0], now)
 		}
 	}
 }
@@ -318,21 +310,36 @@ func (e *Emulator) reserved(projectID, address string) bool {
 }
 
 // moveElasticIP is what CPEM does when the control plane holding the elastic IP is gone: assign
-// the address to a live one, through the Packet API.
-func (e *Emulator) moveElasticIP(c *workloadCluster, stale *packetsim.IPAssignment, to *host, now time.Time) {
-	if e.metal == nil || now.Sub(c.lastMove) < e.opts.MoveRetry {
+// the address to a live one, through the Packet API, with the key it reads from the cluster.
+// What stops it is said once on the console of the host it runs on.
+func (e *Emulator) moveElasticIP(ctx context.Context, c *workloadCluster, stale *packetsim.IPAssignment, to *host, now time.Time) {
+	if e.opts.MetalURL == "" || now.Sub(c.lastMove) < e.opts.MoveRetry {
 		return
 	}
 	c.lastMove = now
+	fail := func(what string, err error) {
+		if msg := fmt.Sprintf("cloud-provider-equinix-metal: %s: %v; will retry", what, err); msg != c.cpemSaid {
+			c.cpemSaid = msg
+			e.console(to, "%s", msg)
+		}
+		e.log.Info("CPEM cannot move the elastic IP; will retry", "step", what, "endpoint", c.endpoint, "error", err.Error())
+	}
+	metal, err := e.cpemClient(ctx, c)
+	if err != nil {
+		fail("reading its configuration", err)
+		return
+	}
 	if stale != nil {
-		if _, err := e.metal.DeviceIPs.Unassign(stale.ID); err != nil {
-			e.log.Info("CPEM: unassigning the elastic IP failed; will retry", "endpoint", c.endpoint, "error", err.Error())
+		if _, err := metal.DeviceIPs.Unassign(stale.ID); err != nil {
+			fail("unassigning the elastic IP", err)
 			return
 		}
 	}
-	if _, _, err := e.metal.DeviceIPs.Assign(to.deviceID, &packngo.AddressStruct{Address: c.host() + "/32"}); err != nil {
-		e.log.Info("CPEM: assigning the elastic IP failed; will retry", "endpoint", c.endpoint, "device", to.deviceID, "error", err.Error())
+	if _, _, err := metal.DeviceIPs.Assign(to.deviceID, &packngo.AddressStruct{Address: c.host() + "/32"}); err != nil {
+		fail("assigning the elastic IP to "+to.deviceID, err)
 		return
 	}
+	c.cpemSaid = ""
+	e.console(to, "cloud-provider-equinix-metal: assigned the elastic IP %s to this device", c.host())
 	e.log.Info("CPEM: moved the elastic IP to a live control plane", "endpoint", c.endpoint, "device", to.deviceID, "node", to.boot.NodeName)
 }

@@ -64,7 +64,7 @@ func newEnvWith(t testing.TB, opts Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.MetalURL, opts.Token = srv.URL+"/metal/v1/", packetsim.DefaultToken
+	opts.MetalURL = srv.URL + "/metal/v1/"
 	opts.JoinTimeout, opts.RebootTime = time.Minute, 5*time.Second
 	opts.Log = testr.NewWithInterface(t, testr.Options{})
 	emu, err := New(sim, opts)
@@ -166,10 +166,19 @@ func (c *cluster) caHash() string {
 // installCPEM is what the templates but emlb run after kubeadm init.
 const installCPEM = "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f https://github.com/equinix/cloud-provider-equinix-metal/releases/download/v3.8.1/deployment.yaml"
 
-// init is the user-data of the first control plane, Jinja header and all, installing CPEM.
+// cpemSecret is how the previous provider's templates give CPEM its key after kubeadm init, as
+// clusterctl and the provider render it.
+func cpemSecret(apiKey string) string {
+	return `export KUBECONFIG=/etc/kubernetes/admin.conf
+export SECRET_DATA='cloud-sa.json=''{"apiKey": "` + apiKey + `","projectID": "` + packetsim.DefaultProjectID + `", "eipTag": "cluster-api-provider-packet:cluster-id:test", "eipHealthCheckUseHostIP": true}'''
+kubectl create secret generic -n kube-system metal-cloud-config --from-literal="${SECRET_DATA}" || (sleep 1 && kubectl create secret generic -n kube-system metal-cloud-config --from-literal="${SECRET_DATA}")`
+}
+
+// init is the user-data of the first control plane, Jinja header and all, giving CPEM the
+// simulator's key and installing it.
 func (c *cluster) init(t testing.TB, version string) string {
 	t.Helper()
-	return c.initRunning(t, version, installCPEM)
+	return c.initRunning(t, version, cpemSecret(packetsim.DefaultToken), installCPEM)
 }
 
 // initRunning is init with other commands after kubeadm init.

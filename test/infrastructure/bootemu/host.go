@@ -149,7 +149,7 @@ func (e *Emulator) kubeadmInit(ctx context.Context, h *host, d *packetsim.Device
 		}
 	}
 	e.console(h, "kubeadm: Your Kubernetes control-plane has initialized successfully!")
-	return nil
+	return e.createHostSecrets(ctx, h, wc)
 }
 
 // kubeadmJoin waits, as kubeadm's discovery does, for the endpoint to answer with a CA that
@@ -189,7 +189,10 @@ func (e *Emulator) kubeadmJoin(ctx context.Context, h *host, d *packetsim.Device
 		return err
 	}
 	e.console(h, "kubeadm: This node has joined the cluster")
-	return nil
+	if !h.controlPlane() { // a worker has no admin.conf: its kubectl reaches no cluster
+		return nil
+	}
+	return e.createHostSecrets(ctx, h, wc)
 }
 
 // startNode is the kubelet registering the Node and, on control planes, starting the static pods.

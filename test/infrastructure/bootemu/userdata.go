@@ -70,6 +70,10 @@ type Boot struct {
 	// Scripts are the commands before kubeadm that run a script the payload writes. The
 	// emulation runs those it is told to (Options.RunScripts) and reads past the others.
 	Scripts []Script
+	// Secrets are what the host's `kubectl create secret generic` commands create in its
+	// cluster once it is a control plane in it (cpem.go): CPEM's key, in the previous
+	// provider's templates.
+	Secrets []hostSecret
 }
 
 // KeyPair is a PEM certificate and key.
@@ -151,7 +155,7 @@ func ParseUserData(userData string, id Identity) (*Boot, error) {
 
 // fromFiles builds the Boot from the files the payload writes and the commands it runs.
 func fromFiles(files map[string]string, commands []string, id Identity) (*Boot, error) {
-	b := &Boot{Scripts: preKubeadmScripts(files, commands), Programs: programsOf(commands)}
+	b := &Boot{Scripts: preKubeadmScripts(files, commands), Programs: programsOf(commands), Secrets: kubectlSecrets(commands)}
 	all := strings.Join(commands, "\n")
 	switch kubeVIPMode(files, commands) {
 	case vipBGP:

@@ -191,7 +191,7 @@ func injectFaults(sim *packetsim.Server, file string) error {
 
 // startBootEmulation boots active devices' user-data until ctx ends.
 func startBootEmulation(ctx context.Context, sim *packetsim.Server, f *flags, opts packetsim.Options) error {
-	emu, err := bootemu.New(sim, bootemu.Options{MetalURL: "http://" + f.listen + "/metal/v1/", Token: firstToken(opts.Tokens),
+	emu, err := bootemu.New(sim, bootemu.Options{MetalURL: "http://" + f.listen + "/metal/v1/",
 		JoinTimeout: f.joinTimeout, RebootTime: opts.Timing.PowerOn, RunScripts: splitList(f.runScripts), Log: klog.NewKlogr().WithName("bootemu")})
 	if err != nil {
 		return err
@@ -214,18 +214,6 @@ func waitForStop(errc <-chan error) error {
 		log.Printf("packetsim: %s, shutting down", sig)
 	}
 	return nil
-}
-
-// firstToken is a token the emulated CPEM can use: the first, in order, of those not limited to
-// some projects.
-func firstToken(tokens map[string][]string) string {
-	best := ""
-	for t, projects := range tokens {
-		if projects == nil && (best == "" || t < best) {
-			best = t
-		}
-	}
-	return best
 }
 
 // parseTokens reads "a,b=p1|p2" into token → allowed projects (nil = all).

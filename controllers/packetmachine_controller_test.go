@@ -147,6 +147,22 @@ var _ = Describe("PacketMachine reconciler", func() {
 		Expect(oneDevice(pm).UserData).To(Equal("#cloud-config\nkey: " + packetsim.DefaultToken + "\n"))
 	})
 
+	It("says, with a Warning event, that {{ .apiKey }} rendered empty and what to set", func() {
+		mc := newMachineCluster(infrav1.PacketClusterSpec{})
+		pm := mc.createMachine("cp", machineOpts{controlPlane: true, bootstrap: "#cloud-config\nkey: '{{ .apiKey }}'\n"})
+		Expect(oneDevice(pm).UserData).To(Equal("#cloud-config\nkey: ''\n"), "the device is created: the template asked, it gets nothing")
+		Eventually(eventReasons(pm), eventually).Should(ContainElement(infrav1.APIKeyNotInUserDataReason))
+		events := &corev1.EventList{}
+		Expect(k8sClient.List(ctx, events, client.InNamespace(mc.ns))).To(Succeed())
+		Expect(events.Items).To(ContainElement(And(HaveField("Reason", infrav1.APIKeyNotInUserDataReason), HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Message", And(ContainSubstring("spec.credentialsRef"), ContainSubstring("spec.exposeAPIKeyInUserData"))))))
+
+		By("a payload that does not name the key gets no such event")
+		plain := mc.createMachine("plain", machineOpts{controlPlane: true, bootstrap: "#cloud-config\nk8s: {{ .kubernetesVersion }}\n"})
+		oneDevice(plain)
+		Consistently(eventReasons(plain), time.Second).ShouldNot(ContainElement(infrav1.APIKeyNotInUserDataReason))
+	})
+
 	It("sends ipxe_script_url and always_pxe for custom_ipxe", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
 		pm := mc.createMachine("ipxe", machineOpts{spec: infrav1.PacketMachineSpec{

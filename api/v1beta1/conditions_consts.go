@@ -78,6 +78,9 @@ const (
 	SpotControlPlaneNotAllowedReason = "SpotControlPlaneNotAllowed"
 	// APIKeyNotExposableReason: exposeAPIKeyInUserData without the cluster's own credentials.
 	APIKeyNotExposableReason = "APIKeyNotExposable" //nolint:gosec // a condition reason, not a credential
+	// APIKeyNotInUserDataReason (an event): the bootstrap data names {{ .apiKey }}, which renders
+	// empty because the cluster did not opt in to expose its own key.
+	APIKeyNotInUserDataReason = "APIKeyNotInUserData" //nolint:gosec // an event reason, not a credential
 	// DeviceNotOwnedReason: spec.providerID names a device outside the cluster's project or tags.
 	DeviceNotOwnedReason = "DeviceNotOwned"
 	// EMLB: the load balancer serves the endpoint; it is being set up; the metro has none; an

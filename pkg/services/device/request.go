@@ -174,9 +174,24 @@ func UserData(ctx context.Context, sc *scope.MachineScope) (string, error) {
 		}
 		values.APIKey = sc.Credentials.APIKey
 	}
+	if values.APIKey == "" && userdata.Names(data, format, "apiKey") {
+		record.Warnf(sc.PacketMachine, infrav1.APIKeyNotInUserDataReason, "%s", apiKeyWithheld(sc))
+	}
 	userData, err := userdata.Render(data, format, values)
 	if err != nil {
 		return "", &UserDataError{Reason: infrav1.BootstrapDataInvalidReason, Err: err}
 	}
 	return userData, nil
+}
+
+// apiKeyWithheld says why {{ .apiKey }} renders empty for this machine, and what gives a host
+// (CPEM, in the previous provider's templates) a key instead.
+func apiKeyWithheld(sc *scope.MachineScope) string {
+	const crs = "or give CPEM its key by a ClusterResourceSet, as this provider's templates do"
+	if !sc.IsControlPlane() {
+		return "bootstrap data names {{ .apiKey }}, which renders empty: only control planes get a key in user-data; " + crs
+	}
+	return fmt.Sprintf("bootstrap data names {{ .apiKey }}, which renders empty: the manager's key is never put in user-data. "+
+		"Set spec.credentialsRef (a Secret with this cluster's own key) and spec.exposeAPIKeyInUserData on PacketCluster %s, %s",
+		sc.PacketCluster.Name, crs)
 }

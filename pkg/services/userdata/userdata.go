@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -71,8 +72,11 @@ func Render(data []byte, format string, v Values) (string, error) {
 		}
 		return "", fmt.Errorf("bootstrap data is not a valid template: %w", err)
 	}
-	if unknown := unknownField(tmpl.Root, v.keys()); unknown != "" {
-		return "", fmt.Errorf("bootstrap data names the template key {{ .%s }}, which does not exist (known: %s)", unknown, knownKeys)
+	keys := v.keys()
+	for _, f := range fields(tmpl.Root) {
+		if _, ok := keys[f]; !ok {
+			return "", fmt.Errorf("bootstrap data names the template key {{ .%s }}, which does not exist (known: %s)", f, knownKeys)
+		}
 	}
 	var out strings.Builder
 	if err := tmpl.Execute(&out, v.keys()); err != nil {
@@ -81,12 +85,22 @@ func Render(data []byte, format string, v Values) (string, error) {
 	return out.String(), nil
 }
 
-// unknownField returns the first .field the template reads that is not a key.
-func unknownField(n parse.Node, keys map[string]string) string {
-	var found string
+// Names reports whether bootstrap data in format reads the template key (e.g. "apiKey"), so
+// that a key left empty by design can be said to be empty rather than silently rendered so.
+func Names(data []byte, format, key string) bool {
+	if format == FormatIgnition || !goAction.Match(data) {
+		return false
+	}
+	tmpl, err := template.New("bootstrap data").Parse(string(data))
+	return err == nil && slices.Contains(fields(tmpl.Root), key)
+}
+
+// fields returns the .fields the template reads, in order.
+func fields(n parse.Node) []string {
+	var found []string
 	var walk func(parse.Node)
 	walk = func(n parse.Node) {
-		if n == nil || found != "" {
+		if n == nil {
 			return
 		}
 		switch n := n.(type) {
@@ -111,9 +125,7 @@ func unknownField(n parse.Node, keys map[string]string) string {
 				walk(a)
 			}
 		case *parse.FieldNode:
-			if _, ok := keys[n.Ident[0]]; !ok {
-				found = n.Ident[0]
-			}
+			found = append(found, n.Ident[0])
 		case *parse.IfNode:
 			walk(n.Pipe)
 			walk(n.List)

@@ -112,3 +112,24 @@ func TestKubeadmBootstrapOutputPassesByteForByte(t *testing.T) {
 		t.Fatalf("Render changed the kubeadm bootstrap provider's output (%v):\n%s", err, got)
 	}
 }
+
+func TestNamesSaysWhichKeysATemplateReads(t *testing.T) {
+	for name, tc := range map[string]struct {
+		data, format string
+		want         bool
+	}{
+		"an action":               {"#cloud-config\nkey: {{ .apiKey }}\n", FormatCloudConfig, true},
+		"inside a conditional":    {"{{ if .apiKey }}x{{ end }}", FormatCloudConfig, true},
+		"another key":             {"#cloud-config\nv: {{ .kubernetesVersion }}\n", FormatCloudConfig, false},
+		"only in escaped Jinja":   {"x: {{ `{{ .apiKey }}` }}", FormatCloudConfig, false},
+		"ignition is never read":  {`{"source":"data:,{{ .apiKey }}"}`, FormatIgnition, false},
+		"no template at all":      {"#cloud-config\n", FormatCloudConfig, false},
+		"not a template (broken)": {"{{ .apiKey ", FormatCloudConfig, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Names([]byte(tc.data), tc.format, "apiKey"); got != tc.want {
+				t.Errorf("Names(%q) = %v, want %v", tc.data, got, tc.want)
+			}
+		})
+	}
+}

@@ -11,12 +11,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
 // previousProviderModule is the release whose templates users bring: the previous Packet
@@ -30,9 +34,20 @@ var _ = Describe("The previous provider's templates", func() {
 
 		// All seven come up at once, as seven teams' clusters would: each in its namespace, so
 		// each namespace's cleanup checks that nothing of it is left on the simulator.
-		type applied struct{ file, ns, name string }
+		type applied struct {
+			file, ns, name string
+			ownKey         bool // the PacketCluster exposes its own key, as the event told to do
+		}
 		var clusters []applied
 		start := time.Now()
+		render := func(file, ns, name string) []byte {
+			By("rendering " + filepath.Base(file) + " with clusterctl (variables only) into " + ns)
+			out, err := sb.Clusterctl(ctx, "generate", "cluster", name, "--from", file, "--target-namespace", ns,
+				"--kubernetes-version", "v1.36.0", "--control-plane-machine-count", "1", "--worker-machine-count", "1",
+				"--kubeconfig", sb.Kubeconfig)
+			Expect(err).NotTo(HaveOccurred(), string(out))
+			return out
+		}
 		for _, file := range templates {
 			flavour := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "cluster-template"), ".yaml")
 			flavour = strings.TrimPrefix(flavour, "-")
@@ -41,24 +56,42 @@ var _ = Describe("The previous provider's templates", func() {
 			}
 			ns := testNamespace(ctx, "v090-"+flavour)
 			name := "v090-" + flavour
-			By("rendering " + filepath.Base(file) + " with clusterctl (variables only) into " + ns)
-			out, err := sb.Clusterctl(ctx, "generate", "cluster", name, "--from", file, "--target-namespace", ns,
-				"--kubernetes-version", "v1.36.0", "--control-plane-machine-count", "1", "--worker-machine-count", "1",
-				"--kubeconfig", sb.Kubeconfig)
-			Expect(err).NotTo(HaveOccurred(), string(out))
-			applyYAML(ctx, ns, out)
+			applyYAML(ctx, ns, render(file, ns, name))
 			clusters = append(clusters, applied{file: filepath.Base(file), ns: ns, name: name})
 		}
+
+		// Their user-data asks for {{ .apiKey }} (CPEM's key), which this provider never fills
+		// with the manager's. An eighth cluster does what the Warning event says: the default
+		// template, its PacketCluster given its own key and exposeAPIKeyInUserData.
+		ns := testNamespace(ctx, "v090-own-key")
+		const ownKey = "v090-own-key"
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials"},
+			Data: map[string][]byte{scope.APIKeySecretKey: []byte(sandbox.SimToken)}})).To(Succeed())
+		objs, err := sandbox.DecodeYAML(render(templates[slices.IndexFunc(templates, func(f string) bool {
+			return filepath.Base(f) == "cluster-template.yaml"
+		})], ns, ownKey))
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			if o.GetKind() == "PacketCluster" {
+				Expect(unstructured.SetNestedField(o.Object, "packet-credentials", "spec", "credentialsRef", "name")).To(Succeed())
+				Expect(unstructured.SetNestedField(o.Object, true, "spec", "exposeAPIKeyInUserData")).To(Succeed())
+			}
+			o.SetNamespace(ns)
+			Eventually(func() error { return sb.Apply(ctx, o) }).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(),
+				"applying %s %s", o.GetKind(), o.GetName())
+		}
+		clusters = append(clusters, applied{file: "cluster-template.yaml with its own key", ns: ns, name: ownKey, ownKey: true})
 
 		for _, c := range clusters {
 			By(c.file + ": the Cluster becomes Available with 1 control plane and 1 worker, a Ready Node each")
 			waitClusterAvailable(ctx, c.ns, c.name, 1, 1, 6*time.Minute)
 			expectNodesMatchMachines(ctx, c.ns, c.name)
 			expectHostsRanTheirCommands(ctx, c.ns, c.name)
+			expectCPEMKey(ctx, c.ns, c.name, c.ownKey)
 			GinkgoWriter.Printf("%s: kubectl apply to Cluster Available within %s\n", c.file, time.Since(start).Round(time.Second))
 		}
 
-		By("deleting the seven Clusters; each namespace's cleanup checks that nothing is left")
+		By("deleting the eight Clusters; each namespace's cleanup checks that nothing is left")
 		for _, c := range clusters {
 			Expect(k8s.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name}})).To(Succeed())
 		}
@@ -97,6 +130,36 @@ func expectHostsRanTheirCommands(ctx context.Context, ns, name string) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(slices.ContainsFunc(d.Network, func(ip IP) bool { return ip.Address == pc.Spec.ControlPlaneEndpoint.Host })).
 		To(BeFalse(), "kube-vip announces %s: no assignment of it to the device", pc.Spec.ControlPlaneEndpoint.Host)
+}
+
+// expectCPEMKey checks the key the host gave CPEM (the workload cluster's metal-cloud-config,
+// which the templates' kubectl writes from {{ .apiKey }}) and what the provider said about it:
+// without the cluster's own exposed key, nothing, and a Warning event on the control plane's
+// PacketMachine naming what to set; with it, that key, and no warning.
+func expectCPEMKey(ctx context.Context, ns, name string, ownKey bool) {
+	wc := workloadClient(ctx, ns, name)
+	s := &corev1.Secret{}
+	Eventually(func() error {
+		return wc.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "metal-cloud-config"}, s)
+	}).WithContext(ctx).Should(Succeed(), "the host's kubectl created CPEM's Secret")
+	var config struct {
+		APIKey string `json:"apiKey"`
+	}
+	Expect(json.Unmarshal(s.Data["cloud-sa.json"], &config)).To(Succeed())
+
+	events := &corev1.EventList{}
+	Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	warned := slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+		return e.Reason == infrav1.APIKeyNotInUserDataReason && e.Type == corev1.EventTypeWarning &&
+			strings.Contains(e.Message, "spec.exposeAPIKeyInUserData")
+	})
+	if ownKey {
+		Expect(config.APIKey).To(Equal(sandbox.SimToken), "cloud-sa.json has the cluster's own key")
+		Expect(warned).To(BeFalse(), "no warning once the cluster's own key is exposed")
+		return
+	}
+	Expect(config.APIKey).To(BeEmpty(), "cloud-sa.json has no apiKey: the manager's key is never put in user-data")
+	Expect(warned).To(BeTrue(), "a Warning event says {{ .apiKey }} rendered empty and what to set")
 }
 
 // previousProviderTemplates are the cluster templates of the previous provider's release.

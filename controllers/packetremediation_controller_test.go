@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -144,7 +145,7 @@ var _ = Describe("PacketRemediation", func() {
 			infrav1.ReinstallRequestedReason, infrav1.MachineReplacementRequestedReason))
 	})
 
-	It("reboots and reinstalls a control plane but never replaces it", func() {
+	It("reboots a control plane but never reinstalls or replaces it", func() {
 		_, dev := unhealthyMachine("cp1", machineOpts{controlPlane: true})
 		rem := createRemediation(mc, "cp1", []infrav1.RemediationStep{
 			{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: time.Minute}, Attempts: ptr.To[int32](2)},
@@ -157,12 +158,45 @@ var _ = Describe("PacketRemediation", func() {
 		}, eventually, 200*time.Millisecond).Should(Equal(infrav1.RemediationPhaseStopped))
 		got := getRemediation(rem)
 		Expect(got.Status.Reboots).To(Equal(int32(2)))
-		Expect(got.Status.Reinstalls).To(Equal(int32(1)))
+		Expect(got.Status.Reinstalls).To(BeZero(), "a reinstall would wipe an etcd member the others still count")
 		Expect(conditions.GetReason(got, infrav1.RemediationSucceededCondition)).To(Equal(infrav1.ControlPlaneNotReplacedReason))
 		Eventually(externallyRemediatedReason(mc.ns, "cp1"), eventually).Should(Equal(infrav1.ControlPlaneNotReplacedReason))
+		Eventually(eventReasons(rem), eventually).Should(ContainElement(infrav1.ControlPlaneNotReinstalledReason))
 		Expect(actionCalls(dev.ID, "reboot")).To(Equal(2))
-		Expect(actionCalls(dev.ID, "reinstall")).To(Equal(1))
+		Expect(actionCalls(dev.ID, "reinstall")).To(BeZero())
+		Expect(apiCallsTo("PUT", dev.ID)).To(BeZero(), "its user-data is left alone")
 		Expect(conditions.Get(getMachine(mc.ns, "cp1"), clusterv1.MachineOwnerRemediatedCondition)).To(BeNil())
+	})
+
+	It("never reboots nor reinstalls a device of another cluster named in the PacketMachine's providerID", func() {
+		// The attack of a tenant: a Machine whose PacketMachine names another team's device, and a
+		// hand-made PacketRemediation that reinstalls it with the tenant's user-data.
+		pk, err := factory.ClientFor("", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		victim, err := pk.CreateDevice(ctx, packet.CreateDeviceRequest{ProjectID: simProject, Hostname: "victim", Plan: "c3.small.x86",
+			OS: "ubuntu_24_04", Metro: "sv", BillingCycle: "hourly", Tags: []string{infrav1.ClusterTag("other-team", "c1")}})
+		Expect(err).NotTo(HaveOccurred())
+		sim.Advance(time.Minute)
+		DeferCleanup(func() { Expect(pk.DeleteDevice(ctx, victim.ID)).To(Succeed()) })
+
+		mc.createMachine("thief", machineOpts{spec: infrav1.PacketMachineSpec{ProviderID: infrav1.ProviderIDPrefix + victim.ID}})
+		setHealthCheck(mc.ns, "thief", metav1.ConditionFalse)
+		rem := createRemediation(mc, "thief", []infrav1.RemediationStep{
+			{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: time.Minute}},
+			{Type: infrav1.RemediationStepReinstall},
+		})
+		Eventually(func() infrav1.RemediationPhase {
+			sim.Advance(30 * time.Second)
+			return getRemediation(rem).Status.Phase
+		}, eventually, 200*time.Millisecond).Should(Equal(infrav1.RemediationPhaseStopped))
+		got := getRemediation(rem)
+		Expect(conditions.Get(got, infrav1.RemediationSucceededCondition)).To(And(
+			HaveField("Reason", infrav1.DeviceNotOwnedReason),
+			HaveField("Message", ContainSubstring("does not carry the cluster's tag "+infrav1.ClusterTag(mc.ns, mc.name)))))
+		Expect(got.Status.Reboots + got.Status.Reinstalls).To(BeZero())
+		Expect(actionCalls(victim.ID, "reboot")+actionCalls(victim.ID, "power_on")+actionCalls(victim.ID, "reinstall")).To(BeZero(),
+			"no action reached the other team's device")
+		Expect(apiCallsTo("PUT", victim.ID)).To(BeZero(), "its user-data is untouched")
 	})
 
 	It("ends cleanly when its Machine is gone", func() {

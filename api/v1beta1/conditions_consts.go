@@ -106,6 +106,7 @@ const (
 	MachineHealthyReason              = "MachineHealthy"
 	MachineNotFoundReason             = "MachineNotFound"
 	ControlPlaneNotReplacedReason     = "ControlPlaneNotReplaced"
+	ControlPlaneNotReinstalledReason  = "ControlPlaneNotReinstalled"
 	StrategyExhaustedReason           = "StrategyExhausted"
 	MachineReplacementRequestedReason = "MachineReplacementRequested"
 	RebootRequestedReason             = "RebootRequested"

@@ -7,6 +7,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
 
 // notOwned says why a device recorded in spec.providerID is not this machine's to follow or
@@ -19,8 +20,11 @@ import (
 // (capp:cluster:<namespace>/<name>, or the previous provider's cluster-id tag for devices it
 // created). The machine-UID tag is not required: a clusterctl move gives the PacketMachine a new
 // UID, and its recorded device must still be followed.
-func (s *Service) notOwned(dev *packet.Device) string {
-	sc := s.scope
+func (s *Service) notOwned(dev *packet.Device) string { return NotOwned(s.scope, dev) }
+
+// NotOwned is the ownership check for anything else that acts on a machine's recorded device
+// (remediation reboots and reinstalls it): "" when the device is the machine's cluster's.
+func NotOwned(sc *scope.MachineScope, dev *packet.Device) string {
 	if dev.ProjectID != "" && !strings.EqualFold(dev.ProjectID, sc.ProjectID()) {
 		return fmt.Sprintf("it is in project %s, not the cluster's project %s", dev.ProjectID, sc.ProjectID())
 	}

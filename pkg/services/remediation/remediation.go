@@ -124,8 +124,16 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	step := strategy[idx]
-	if step.Type == infrav1.RemediationStepReplace {
+	switch {
+	case step.Type == infrav1.RemediationStepReplace:
 		return s.replace(ctx)
+	case step.Type == infrav1.RemediationStepReinstall && util.IsControlPlaneMachine(m):
+		// A reinstall re-runs kubeadm on a wiped disk while the other etcd members still count
+		// the old member: the control plane would lose quorum or the member's data.
+		s.skip(infrav1.ControlPlaneNotReinstalledReason, fmt.Sprintf(
+			"Step %d (Reinstall): Machine %s is a control plane, whose etcd member a reinstall would wipe while the others still count it; "+
+				"it is never reinstalled (KubeadmControlPlane's remediation replaces control planes); going on to the next step", idx, m.Name))
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 
 	deviceID := s.Machine.DeviceID()
@@ -158,13 +166,9 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 // act runs the step's action on the device once.
 func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int, deviceID string) (ctrl.Result, error) {
 	rem, pk := s.rem, s.Machine.Packet
-	dev, err := pk.GetDevice(ctx, deviceID)
-	if packet.IsNotFound(err) {
-		Stop(rem, infrav1.DeviceNotFoundReason, fmt.Sprintf("Device %s is gone", deviceID))
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
-		return apistatus.Record(rem, infrav1.StepSucceededCondition, err, apistatus.SlowRetry)
+	dev, res, err := s.ownDevice(ctx, deviceID)
+	if dev == nil {
+		return res, err
 	}
 
 	var reason, what string
@@ -207,6 +211,27 @@ func (s *Service) act(ctx context.Context, step infrav1.RemediationStep, idx int
 		return apistatus.Record(rem, infrav1.StepSucceededCondition, err, apistatus.SlowRetry)
 	}
 	return s.attempted(step, idx, deviceID, reason, what), nil
+}
+
+// ownDevice reads the device to act on; nil (with the result to return) when it is gone, cannot
+// be read, or is not the Machine's. spec.providerID is written by whoever may edit the
+// PacketMachine, and the key may see other teams' devices: act only on the cluster's own.
+func (s *Service) ownDevice(ctx context.Context, deviceID string) (*packet.Device, ctrl.Result, error) {
+	dev, err := s.Machine.Packet.GetDevice(ctx, deviceID)
+	if packet.IsNotFound(err) {
+		Stop(s.rem, infrav1.DeviceNotFoundReason, fmt.Sprintf("Device %s is gone", deviceID))
+		return nil, ctrl.Result{}, nil
+	}
+	if err != nil {
+		res, err := apistatus.Record(s.rem, infrav1.StepSucceededCondition, err, apistatus.SlowRetry)
+		return nil, res, err
+	}
+	if why := device.NotOwned(s.Machine, dev); why != "" {
+		Stop(s.rem, infrav1.DeviceNotOwnedReason, fmt.Sprintf(
+			"Device %s is not Machine %s's to repair: %s", deviceID, s.Machine.Machine.Name, why))
+		return nil, ctrl.Result{}, nil
+	}
+	return dev, ctrl.Result{}, nil
 }
 
 // userDataMissing reports, in StepSucceeded, a reinstall that could not be asked for because the
@@ -273,10 +298,16 @@ func (s *Service) next(step infrav1.RemediationStep, idx int, timeout time.Durat
 			infrav1.RemediationStepReboot: "reboot", infrav1.RemediationStepReinstall: "reinstall"}[step.Type])
 	}
 	msg += "; going on to the next step"
-	record.Warnf(rem, infrav1.StepTimedOutReason, "%s", msg)
+	s.skip(infrav1.StepTimedOutReason, msg)
+}
+
+// skip leaves the current step for the next one, saying why in a Warning event and StepSucceeded.
+func (s *Service) skip(reason, msg string) {
+	rem := s.rem
+	record.Warnf(rem, reason, "%s", msg)
 	conditions.Set(rem, metav1.Condition{Type: infrav1.StepSucceededCondition, Status: metav1.ConditionFalse,
-		Reason: infrav1.StepTimedOutReason, Message: msg})
-	rem.Status.CurrentStep = ptr.To(*rem.Status.CurrentStep + 1) // Reconcile set it to idx
+		Reason: reason, Message: msg})
+	rem.Status.CurrentStep = ptr.To(*rem.Status.CurrentStep + 1) // Reconcile set it
 	rem.Status.StepAttempts = 0
 	rem.Status.LastStepStartTime = nil
 }

@@ -163,6 +163,9 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}()
 	if credErr != nil {
+		if !pc.DeletionTimestamp.IsZero() {
+			return r.deleteWithoutCredentials(ctx, pc, credErr)
+		}
 		return apistatus.Record(pc, apistatus.NoStep, credErr, apistatus.SlowRetry)
 	}
 
@@ -236,6 +239,22 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 	if err := scope.ReleaseCredentials(ctx, r.Client, r.Client, pc); err != nil {
 		return ctrl.Result{}, fmt.Errorf("releasing the credentials Secret: %w", err)
 	}
+	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// deleteWithoutCredentials lets a PacketCluster whose credentials never resolved go: nothing was
+// made with them, so a typo in credentialsRef does not hold the Cluster's deletion forever. One
+// whose credentials worked before waits for them, as its reservations need them to be released.
+func (r *PacketClusterReconciler) deleteWithoutCredentials(ctx context.Context, pc *infrav1.PacketCluster, credErr error) (ctrl.Result, error) {
+	held, err := scope.CredentialsHeld(ctx, r.reader(), pc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if held {
+		return apistatus.Record(pc, apistatus.NoStep, credErr, apistatus.SlowRetry)
+	}
+	record.Eventf(pc, "DeletedWithoutCredentials", "Credentials never resolved (%s), so nothing was made with them: deleting", credErr)
 	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
 	return ctrl.Result{}, nil
 }

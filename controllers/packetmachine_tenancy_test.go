@@ -74,6 +74,22 @@ var _ = Describe("PacketCluster deletion", func() {
 	})
 })
 
+var _ = Describe("Deleting a cluster whose credentials never resolved", func() {
+	It("lets the PacketCluster go: nothing was made with a Secret that does not exist", func() {
+		ns := newNamespace()
+		_, pc := createCluster(ns, "typo", infrav1.PacketClusterSpec{Metro: "sv", CredentialsRef: &infrav1.SecretReference{Name: "packet-credential"}})
+		Eventually(func() string {
+			return conditions.GetReason(getPacketCluster(ns, "typo"), infrav1.PacketAPIAvailableCondition)
+		}, eventually).Should(Equal(infrav1.CredentialsInvalidReason))
+		By("deleting it, as Cluster API does when the Cluster is deleted")
+		Expect(k8sClient.Delete(ctx, getPacketCluster(ns, "typo"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "typo"}, &infrav1.PacketCluster{}))
+		}, eventually).Should(BeTrue(), "the PacketCluster, which reserved nothing, is gone")
+		Eventually(eventReasons(pc), eventually).Should(ContainElement("DeletedWithoutCredentials"))
+	})
+})
+
 var _ = Describe("Deleting a cluster's credentials Secret with everything else, as a namespace deletion does", func() {
 	It("keeps the Secret until the machines deleted their devices and the cluster its elastic IP", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})

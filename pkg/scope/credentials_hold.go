@@ -68,6 +68,26 @@ func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketClu
 	return patchSecretMetadata(ctx, c, base, secret)
 }
 
+// CredentialsHeld reports whether the PacketCluster's credentials Secret carries its hold. The
+// hold is put on before anything is made at Packet with the Secret's key, so a cluster whose
+// Secret is missing or not held never made anything with it (a typo in credentialsRef). A
+// cluster on the manager's key is taken as held: its key may have worked before.
+func CredentialsHeld(ctx context.Context, reader client.Reader, pc *infrav1.PacketCluster) (bool, error) {
+	if pc.Spec.CredentialsRef == nil {
+		return true, nil
+	}
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := reader.Get(ctx, client.ObjectKey{Namespace: pc.Namespace, Name: pc.Spec.CredentialsRef.Name}, secret)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(secret.Finalizers, CredentialsFinalizer(pc.Name)), nil
+}
+
 // ReleaseCredentials takes the PacketCluster's finalizer off its credentials Secret, once the
 // cluster has released everything it made.
 func ReleaseCredentials(ctx context.Context, c client.Client, reader client.Reader, pc *infrav1.PacketCluster) error {

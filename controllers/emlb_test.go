@@ -13,6 +13,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/loadbalancer"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -230,13 +231,59 @@ var _ = Describe("EMLB clusters", func() {
 		lb, err := c.GetLoadBalancer(ctx, id)
 		Expect(err).NotTo(HaveOccurred())
 
-		ns := newNamespace()
-		createCluster(ns, "migrated", infrav1.PacketClusterSpec{Metro: "da", VIPManager: infrav1.EMLBVIPManager,
+		By("a tenant writing that address as its endpoint, in a cluster of the same name elsewhere, does not get it")
+		thief := newNamespace()
+		createCluster(thief, "migrated", infrav1.PacketClusterSpec{Metro: "da", VIPManager: infrav1.EMLBVIPManager,
 			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: lb.IPs[0], Port: 6443}})
+		Eventually(conditionOf(thief, "migrated", infrav1.ControlPlaneEndpointReadyCondition), eventually).Should(And(
+			haveReason(infrav1.WaitingForLoadBalancerReason), HaveField("Message", ContainSubstring(loadbalancer.LegacyLoadBalancerIDAnnotation))))
+		Consistently(func() string { got, _ := c.GetLoadBalancer(ctx, id); return got.Name }, time.Second).Should(Equal("migrated-capp-vip"))
+
+		By("the migrated cluster, which carries the previous provider's record of it, adopts it")
+		ns := newNamespace()
+		_, pc := createCluster(ns, "migrated", infrav1.PacketClusterSpec{Metro: "da", VIPManager: infrav1.EMLBVIPManager,
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: lb.IPs[0], Port: 6443}})
+		orig := pc.DeepCopy()
+		pc.Annotations = map[string]string{loadbalancer.LegacyLoadBalancerIDAnnotation: id}
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
 		Eventually(provisioned(ns, "migrated"), eventually).Should(Succeed())
 		lbs, _ := clusterLoadBalancers(ns, "migrated")
 		Expect(lbs).To(ConsistOf(HaveField("ID", id)), "the load balancer is renamed for the cluster, none is created")
 		Expect(eventReasons(getPacketCluster(ns, "migrated"))()).To(ContainElement("LoadBalancerAdopted"))
+
+		By("deleting the tenant's cluster leaves the adopted load balancer alone")
+		Expect(k8sClient.Delete(ctx, getPacketCluster(thief, "migrated"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: thief, Name: "migrated"}, &infrav1.PacketCluster{}))
+		}, eventually).Should(BeTrue())
+		_, err = c.GetLoadBalancer(ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("never adopt another cluster's load balancer whose address a tenant writes as its endpoint", func() {
+		victim := newNamespace()
+		createCluster(victim, "prod", infrav1.PacketClusterSpec{Metro: "da", VIPManager: infrav1.EMLBVIPManager})
+		Eventually(provisioned(victim, "prod"), eventually).Should(Succeed())
+		lbs, _ := clusterLoadBalancers(victim, "prod")
+		Expect(lbs).To(HaveLen(1))
+		host := getPacketCluster(victim, "prod").Spec.ControlPlaneEndpoint.Host
+
+		thief := newNamespace()
+		_, pc := createCluster(thief, "prod", infrav1.PacketClusterSpec{Metro: "da", VIPManager: infrav1.EMLBVIPManager,
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: host, Port: 6443}})
+		orig := pc.DeepCopy()
+		pc.Annotations = map[string]string{loadbalancer.LegacyLoadBalancerIDAnnotation: lbs[0].ID} // even knowing its ID
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
+		Eventually(conditionOf(thief, "prod", infrav1.ControlPlaneEndpointReadyCondition), eventually).Should(haveReason(infrav1.WaitingForLoadBalancerReason))
+		Consistently(func() []string {
+			got, _ := clusterLoadBalancers(victim, "prod")
+			var names []string
+			for _, lb := range got {
+				names = append(names, lb.Name)
+			}
+			return names
+		}, time.Second).Should(Equal([]string{lbs[0].Name}), "the victim's load balancer keeps its name")
+		Expect(eventReasons(getPacketCluster(thief, "prod"))()).NotTo(ContainElement("LoadBalancerAdopted"))
 	})
 
 	It("wait, saying why, while the load-balancer API refuses the key", func() {

@@ -75,7 +75,9 @@ func (s *Service) Ensure(ctx context.Context) (*endpoint.State, error) {
 		if host := pc.Spec.ControlPlaneEndpoint.Host; host != "" {
 			apistatus.Answered(pc)
 			return &endpoint.State{Reason: infrav1.WaitingForLoadBalancerReason, RequeueAfter: apistatus.SlowRetry, Message: fmt.Sprintf(
-				"No load balancer of project %s holds the endpoint's address %s; create one there or leave spec.controlPlaneEndpoint empty", pc.Spec.ProjectID, host)}, nil
+				"No load balancer of project %s is this cluster's at the endpoint's address %s: leave spec.controlPlaneEndpoint empty for a new one; "+
+					"a cluster migrated from the previous provider keeps its load balancer %q, recorded in annotation %s",
+				pc.Spec.ProjectID, host, pc.Name+"-capp-vip", LegacyLoadBalancerIDAnnotation)}, nil
 		}
 		if lb, err = s.create(ctx, locationID); err != nil {
 			return nil, err
@@ -149,11 +151,10 @@ func (s *Service) listenerPort() int {
 	return BindPort(s.scope.Cluster)
 }
 
-// find returns the cluster's load balancer: the one named for it, else — for a user-supplied
-// endpoint, such as a cluster migrated from the previous Packet provider — the project's load
-// balancer holding the endpoint's address, which is renamed so that it is found by name from
-// then on. Should a lost create answer have left two, the endpoint's own is kept, else the
-// first, and the user told; Delete removes all.
+// find returns the cluster's load balancer: the one named for it, else — for a cluster migrated
+// from the previous Packet provider — the load balancer that provider made for it, which is
+// renamed so that it is found by name from then on. Should a lost create answer have left two,
+// the endpoint's own is kept, else the first, and the user told; Delete removes all.
 func (s *Service) find(ctx context.Context) (*packet.LoadBalancer, error) {
 	pc := s.scope.PacketCluster
 	all, err := s.scope.Packet.ListLoadBalancers(ctx, pc.Spec.ProjectID)
@@ -181,7 +182,7 @@ func (s *Service) find(ctx context.Context) (*packet.LoadBalancer, error) {
 		return nil, nil
 	}
 	for i := range all {
-		if !slices.Contains(all[i].IPs, host) {
+		if !s.previousProvidersOwn(all[i]) {
 			continue
 		}
 		if err := s.scope.Packet.RenameLoadBalancer(ctx, all[i].ID, name); err != nil {
@@ -192,6 +193,21 @@ func (s *Service) find(ctx context.Context) (*packet.LoadBalancer, error) {
 		return &all[i], nil
 	}
 	return nil, nil
+}
+
+// LegacyLoadBalancerIDAnnotation is where the previous provider recorded a PacketCluster's load
+// balancer; it moves with the PacketCluster when the cluster changes hands.
+const LegacyLoadBalancerIDAnnotation = "equinix.com/loadbalancerID"
+
+// previousProvidersOwn reports whether lb is the one the previous provider made for this
+// PacketCluster: named for it (<name>-capp-vip), recorded in its annotation, and holding the
+// endpoint's address. The address alone is public, and a name is shared by same-named clusters of
+// other namespaces: a tenant writing another cluster's address as its endpoint must not take that
+// cluster's load balancer (and delete it with its own cluster).
+func (s *Service) previousProvidersOwn(lb packet.LoadBalancer) bool {
+	pc := s.scope.PacketCluster
+	return lb.ID != "" && pc.Annotations[LegacyLoadBalancerIDAnnotation] == lb.ID && lb.Name == pc.Name+"-capp-vip" &&
+		slices.Contains(lb.IPs, pc.Spec.ControlPlaneEndpoint.Host)
 }
 
 func (s *Service) findAll(ctx context.Context) ([]packet.LoadBalancer, error) {

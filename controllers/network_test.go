@@ -176,6 +176,37 @@ var _ = Describe("Private networking", func() {
 		Expect(conditions.IsTrue(getPM(pm), infrav1.NetworkReadyCondition)).To(BeTrue())
 	})
 
+	It("never joins another namespace's VLAN named by VXLAN or ID, and leaves its owner free to delete it", func() {
+		victim := newMachineCluster(infrav1.PacketClusterSpec{Network: &infrav1.ClusterNetwork{}})
+		vlans := clusterVLANs(victim.ns, victim.name)
+		Expect(vlans).To(HaveLen(1))
+		theirs := vlans[0]
+
+		By("a cluster of another namespace naming it by VXLAN")
+		thief := newNamespace()
+		createCluster(thief, "c1", infrav1.PacketClusterSpec{Metro: "sv", Network: &infrav1.ClusterNetwork{VLAN: infrav1.VLANReference{VXLAN: theirs.VXLAN}}})
+		Eventually(conditionOf(thief, "c1", infrav1.VLANReadyCondition), eventually).Should(And(
+			haveReason(infrav1.VLANNotOwnedReason), HaveField("Message", ContainSubstring(infrav1.ClusterTag(victim.ns, victim.name)))))
+		Expect(getPacketCluster(thief, "c1").Status.Initialization.Provisioned).To(BeNil())
+
+		By("a machine of another namespace naming it by ID")
+		other := newMachineCluster(infrav1.PacketClusterSpec{})
+		pm := other.createMachine("spy", machineOpts{spec: infrav1.PacketMachineSpec{Network: hybridBonded(
+			infrav1.MachineVLAN{VLANReference: infrav1.VLANReference{ID: theirs.ID}})}})
+		Eventually(func(g Gomega) {
+			sim.Advance(5 * time.Second)
+			g.Expect(machineCondition(pm, infrav1.NetworkReadyCondition)()).To(And(Not(BeNil()), haveReason(infrav1.VLANNotOwnedReason)))
+		}, eventually, 200*time.Millisecond).Should(Succeed())
+		dev := oneDevice(pm)
+		for _, p := range []string{"bond0", "eth1"} {
+			Expect(portOf(dev.ID, p).VLANs).To(BeEmpty(), "no port of the spy carries the VLAN")
+		}
+
+		By("the owner deletes its cluster, and its VLAN goes with it")
+		Expect(k8sClient.Delete(ctx, getPacketCluster(victim.ns, victim.name))).To(Succeed())
+		Eventually(func() []packetsim.VirtualNetwork { return clusterVLANs(victim.ns, victim.name) }, eventually).Should(BeEmpty())
+	})
+
 	It("says which VLAN it cannot find, and does not provision the machine without it", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})
 		pm := mc.createMachine("lost-vlan", machineOpts{spec: infrav1.PacketMachineSpec{Network: hybridBonded(

@@ -70,6 +70,7 @@ const (
 	NetworkConfiguringReason = "NetworkConfiguring"
 	NetworkConfiguredReason  = "NetworkConfigured"
 	VLANNotFoundReason       = "VLANNotFound"
+	VLANNotOwnedReason       = "VLANNotOwned"
 	VLANReadyReason          = "VLANReady"
 	// Spot market: the device is to be terminated (outbid), is gone, or the bid was refused.
 	DeviceTerminationScheduledReason = "DeviceTerminationScheduled"

@@ -46,6 +46,13 @@ func ClusterTag(namespace, name string) string {
 	return boundedTag(ClusterTagPrefix, namespace+"/"+name)
 }
 
+// DescribedForAnotherNamespace reports whether a VLAN's description says a cluster of another
+// namespace made it (its ClusterTag): a VLAN a cluster names by ID or VXLAN must be a hand-made
+// one or one of its own namespace's, never another tenant's private layer 2.
+func DescribedForAnotherNamespace(description, namespace string) bool {
+	return strings.HasPrefix(description, ClusterTagPrefix) && !strings.HasPrefix(description, ClusterTagPrefix+namespace+"/")
+}
+
 // ControlPlaneEndpointTag is the tag of the cluster's control-plane elastic IP.
 func ControlPlaneEndpointTag(namespace, name string) string {
 	return boundedTag(ControlPlaneEndpointTagPrefix, namespace+"/"+name)

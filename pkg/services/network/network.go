@@ -113,25 +113,31 @@ func (s *Service) wantedVLANs(ctx context.Context) ([]wantedVLAN, *waitReason, e
 
 // resolve finds a VLAN's UUID; or why to wait for it.
 func (s *Service) resolve(ctx context.Context, v infrav1.MachineVLAN) (string, *waitReason, error) {
-	switch {
-	case v.Cluster:
+	if v.Cluster {
 		st := s.scope.PacketCluster.Status.Network
 		if st == nil || st.VLANID == "" {
 			return "", &waitReason{infrav1.NetworkConfiguringReason, "Waiting for the cluster's VLAN", stepInterval}, nil
 		}
 		return st.VLANID, nil, nil
-	case v.ID != "":
-		return v.ID, nil, nil
 	}
+	// A VLAN named by ID or VXLAN is looked up either way: it must not be another tenant's.
 	metro, _ := s.scope.Location()
 	vlans, err := s.scope.Packet.ListVLANs(ctx, s.scope.ProjectID(), metro)
 	if err != nil {
 		return "", nil, err
 	}
 	for _, vn := range vlans {
-		if vn.VXLAN == v.VXLAN {
-			return vn.ID, nil, nil
+		if (v.ID == "" || vn.ID != v.ID) && (v.ID != "" || vn.VXLAN != v.VXLAN) {
+			continue
 		}
+		if infrav1.DescribedForAnotherNamespace(vn.Description, s.scope.PacketMachine.Namespace) {
+			return "", &waitReason{infrav1.VLANNotOwnedReason, fmt.Sprintf(
+				"VLAN %d (%s) was made for a cluster of another namespace (%s)", vn.VXLAN, vn.ID, vn.Description), notFoundRetry}, nil
+		}
+		return vn.ID, nil, nil
+	}
+	if v.ID != "" {
+		return "", &waitReason{infrav1.VLANNotFoundReason, fmt.Sprintf("No VLAN %s in metro %s", v.ID, metro), notFoundRetry}, nil
 	}
 	return "", &waitReason{infrav1.VLANNotFoundReason, fmt.Sprintf("No VLAN with VXLAN %d in metro %s", v.VXLAN, metro), notFoundRetry}, nil
 }

@@ -55,6 +55,12 @@ func (s *Service) Reconcile(ctx context.Context) (ctrl.Result, error) {
 		return apistatus.Record(pc, infrav1.VLANReadyCondition, err, apistatus.SlowRetry)
 	}
 	ref := pc.Spec.Network.VLAN
+	if vn != nil && infrav1.DescribedForAnotherNamespace(vn.Description, pc.Namespace) {
+		apistatus.Answered(pc)
+		s.set(metav1.ConditionFalse, infrav1.VLANNotOwnedReason, fmt.Sprintf(
+			"VLAN %d (%s) was made for a cluster of another namespace (%s); name a VLAN of your own, or none to get one", vn.VXLAN, vn.ID, vn.Description))
+		return ctrl.Result{RequeueAfter: notFoundRetry}, nil
+	}
 	if vn == nil && (ref.ID != "" || ref.VXLAN != 0) {
 		s.set(metav1.ConditionFalse, infrav1.VLANNotFoundReason, fmt.Sprintf("No VLAN %s in metro %s", describe(ref), pc.Spec.Metro))
 		return ctrl.Result{RequeueAfter: notFoundRetry}, nil

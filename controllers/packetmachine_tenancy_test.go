@@ -90,6 +90,42 @@ var _ = Describe("Deleting a cluster whose credentials never resolved", func() {
 	})
 })
 
+var _ = Describe("Changing a cluster's credentialsRef", func() {
+	It("lets go of the Secret held before, and of the new one when the cluster is deleted", func() {
+		ns := newNamespace()
+		finalizers := func(name string) func() []string {
+			return func() []string {
+				s := &corev1.Secret{}
+				if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+					return nil
+				}
+				return s.Finalizers
+			}
+		}
+		for _, name := range []string{"first-key", "second-key"} {
+			Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Data: map[string][]byte{"apiKey": []byte(packetsim.DefaultToken)}})).To(Succeed())
+		}
+		createCluster(ns, "c1", infrav1.PacketClusterSpec{Metro: "sv", CredentialsRef: &infrav1.SecretReference{Name: "first-key"}})
+		Eventually(finalizers("first-key"), eventually).Should(ContainElement(scope.CredentialsFinalizer("c1")))
+
+		By("pointing credentialsRef at another Secret, as a user may until the endpoint exists")
+		pc := getPacketCluster(ns, "c1")
+		orig := pc.DeepCopy()
+		pc.Spec.CredentialsRef = &infrav1.SecretReference{Name: "second-key"}
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
+		Eventually(finalizers("second-key"), eventually).Should(ContainElement(scope.CredentialsFinalizer("c1")))
+		Eventually(finalizers("first-key"), eventually).Should(BeEmpty(), "the first Secret is no longer held")
+
+		By("deleting the cluster lets go of the second")
+		Expect(k8sClient.Delete(ctx, getPacketCluster(ns, "c1"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrorsIsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, &infrav1.PacketCluster{}))
+		}, eventually).Should(BeTrue())
+		Expect(finalizers("second-key")()).To(BeEmpty())
+	})
+})
+
 var _ = Describe("Deleting a cluster's credentials Secret with everything else, as a namespace deletion does", func() {
 	It("keeps the Secret until the machines deleted their devices and the cluster its elastic IP", func() {
 		mc := newMachineCluster(infrav1.PacketClusterSpec{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -44,10 +45,23 @@ func CredentialsFinalizer(name string) string {
 // move` takes a Secret along only when a moved object owns it or it carries that label, and an
 // owner reference would have Kubernetes delete the user's Secret with the last cluster using it.
 // creds come from ResolveCredentials, which read the Secret just now.
+//
+// The Secret held is recorded in the PacketCluster's CredentialsHeldAnnotation: credentialsRef may
+// change until the cluster has its endpoint, and the Secret held before is let go then, or its
+// namespace would never finish deleting.
 func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketCluster, creds Credentials) error {
 	if pc.Spec.CredentialsRef == nil || creds.secret == nil {
 		return nil
 	}
+	if before := pc.Annotations[CredentialsHeldAnnotation]; before != "" && before != pc.Spec.CredentialsRef.Name {
+		if err := release(ctx, c, c, pc, before); err != nil {
+			return fmt.Errorf("letting go of credentials Secret %s, no longer the cluster's: %w", before, err)
+		}
+	}
+	if pc.Annotations == nil {
+		pc.Annotations = map[string]string{}
+	}
+	pc.Annotations[CredentialsHeldAnnotation] = pc.Spec.CredentialsRef.Name
 	secret := creds.secret
 	_, labelled := secret.Labels[clusterctlv1.ClusterctlMoveLabel]
 	held := slices.Contains(secret.Finalizers, CredentialsFinalizer(pc.Name))
@@ -71,10 +85,14 @@ func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketClu
 // CredentialsHeld reports whether the PacketCluster's credentials Secret carries its hold. The
 // hold is put on before anything is made at Packet with the Secret's key, so a cluster whose
 // Secret is missing or not held never made anything with it (a typo in credentialsRef). A
-// cluster on the manager's key is taken as held: its key may have worked before.
+// cluster on the manager's key, or one that held another Secret before, is taken as held: that
+// key may have made something.
 func CredentialsHeld(ctx context.Context, reader client.Reader, pc *infrav1.PacketCluster) (bool, error) {
 	if pc.Spec.CredentialsRef == nil {
 		return true, nil
+	}
+	if before := pc.Annotations[CredentialsHeldAnnotation]; before != "" && before != pc.Spec.CredentialsRef.Name {
+		return true, nil // another Secret's key was used
 	}
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -90,13 +108,27 @@ func CredentialsHeld(ctx context.Context, reader client.Reader, pc *infrav1.Pack
 
 // ReleaseCredentials takes the PacketCluster's finalizer off its credentials Secret, once the
 // cluster has released everything it made.
+// The Secret held before a change of credentialsRef, if any, is let go too.
 func ReleaseCredentials(ctx context.Context, c client.Client, reader client.Reader, pc *infrav1.PacketCluster) error {
+	if before := pc.Annotations[CredentialsHeldAnnotation]; before != "" && (pc.Spec.CredentialsRef == nil || before != pc.Spec.CredentialsRef.Name) {
+		if err := release(ctx, c, reader, pc, before); err != nil {
+			return err
+		}
+	}
 	if pc.Spec.CredentialsRef == nil {
 		return nil
 	}
+	return release(ctx, c, reader, pc, pc.Spec.CredentialsRef.Name)
+}
+
+// CredentialsHeldAnnotation names, on a PacketCluster, the Secret it holds (HoldCredentials).
+const CredentialsHeldAnnotation = "packetcluster.infrastructure.cluster.x-k8s.io/credentials-held"
+
+// release takes the PacketCluster's finalizer off the named Secret of its namespace.
+func release(ctx context.Context, c client.Client, reader client.Reader, pc *infrav1.PacketCluster, name string) error {
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: pc.Namespace, Name: pc.Spec.CredentialsRef.Name}, secret); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: pc.Namespace, Name: name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	held := CredentialsFinalizer(pc.Name)

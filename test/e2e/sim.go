@@ -97,6 +97,8 @@ type SSHKey struct {
 
 // Request is one request the simulator recorded.
 type Request struct {
+	Method    string `json:"method"`
+	Path      string `json:"path"`
 	Route     string `json:"route"`
 	Status    int    `json:"status"`
 	UserAgent string `json:"user_agent"`

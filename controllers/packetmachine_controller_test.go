@@ -142,7 +142,18 @@ var _ = Describe("PacketMachine reconciler", func() {
 			haveReason(infrav1.APIKeyNotExposableReason), HaveField("Message", ContainSubstring("never the manager's"))))
 		Consistently(func() int { return createsFor(pm) }, time.Second, 100*time.Millisecond).Should(BeZero())
 
-		By("with the cluster's own key in a credentialsRef Secret, that key is exposed")
+		By("with the cluster's own key in a credentialsRef Secret its owner did not annotate, still not")
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-key", Namespace: mc.ns},
+			Data: map[string][]byte{"apiKey": []byte(packetsim.DefaultToken)}})).To(Succeed())
+		pc := getPacketCluster(mc.ns, mc.name)
+		orig := pc.DeepCopy()
+		pc.Spec.CredentialsRef = &infrav1.SecretReference{Name: "team-key"}
+		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
+			haveReason(infrav1.APIKeyNotExposableReason), HaveField("Message", ContainSubstring(infrav1.ExposeInUserDataAnnotation))))
+		Consistently(func() int { return createsFor(pm) }, time.Second, 100*time.Millisecond).Should(BeZero())
+
+		By("with the cluster's own key in a credentialsRef Secret that allows it, that key is exposed")
 		exposeOwnKey(mc)
 		Expect(oneDevice(pm).UserData).To(Equal("#cloud-config\nkey: " + packetsim.DefaultToken + "\n"))
 	})
@@ -203,11 +214,12 @@ var _ = Describe("PacketMachine reconciler", func() {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// exposeOwnKey gives the cluster its own credentials Secret (holding the simulator's key) and
-// turns exposeAPIKeyInUserData on.
+// exposeOwnKey gives the cluster its own credentials Secret (holding the simulator's key, its
+// owner allowing it in user-data) and turns exposeAPIKeyInUserData on.
 func exposeOwnKey(mc *machineCluster) {
 	GinkgoHelper()
-	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "own-key", Namespace: mc.ns},
+	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "own-key", Namespace: mc.ns,
+		Annotations: map[string]string{infrav1.ExposeInUserDataAnnotation: "true"}},
 		Data: map[string][]byte{"apiKey": []byte(packetsim.DefaultToken)}})).To(Succeed())
 	pc := getPacketCluster(mc.ns, mc.name)
 	orig := pc.DeepCopy()

@@ -5,6 +5,12 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
+// ExposeInUserDataAnnotation, "true" on a credentials Secret, is its owner's consent to have its
+// key put in control planes' user-data (spec.exposeAPIKeyInUserData), where whoever reads the
+// devices' metadata reads it. Whoever may write a PacketCluster may name any Secret of the
+// namespace, including one they may not read; the annotation is the Secret's owner's say.
+const ExposeInUserDataAnnotation = "packetcluster.infrastructure.cluster.x-k8s.io/expose-in-user-data"
+
 // PacketClusterFinalizer lets the controller release the cluster's Packet resources before the
 // PacketCluster is removed.
 const PacketClusterFinalizer = "packetcluster.infrastructure.cluster.x-k8s.io"

@@ -31,6 +31,12 @@ type Credentials struct {
 	secret *metav1.PartialObjectMetadata
 }
 
+// Exposable reports whether the credentials come from a Secret whose owner allows its key in
+// user-data (infrav1.ExposeInUserDataAnnotation).
+func (c Credentials) Exposable() bool {
+	return c.secret != nil && c.secret.Annotations[infrav1.ExposeInUserDataAnnotation] == "true"
+}
+
 // ClientProvider gives the Packet client for a set of credentials; *packet.Factory is one.
 type ClientProvider interface {
 	ClientFor(source, apiKey string) (packet.Client, error)

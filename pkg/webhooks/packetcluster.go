@@ -172,7 +172,8 @@ func ValidatePacketClusterSpec(spec *infrav1.PacketClusterSpec, path *field.Path
 		errs = append(errs, field.Forbidden(path.Child("exposeAPIKeyInUserData"),
 			"only the key of the cluster's own credentialsRef Secret can be put in user-data, never the manager's (it serves every namespace): set credentialsRef to a Secret with this cluster's key, or leave exposeAPIKeyInUserData off"))
 	case spec.ExposeAPIKeyInUserData:
-		warnings = append(warnings, fmt.Sprintf("%s puts the Packet API key in the devices' user-data, readable from their metadata service; prefer delivering it as a Secret", path.Child("exposeAPIKeyInUserData")))
+		warnings = append(warnings, fmt.Sprintf("%s puts the Packet API key in the devices' user-data, readable from their metadata service, once the Secret's owner annotates it %s: \"true\"; prefer delivering it as a Secret",
+			path.Child("exposeAPIKeyInUserData"), infrav1.ExposeInUserDataAnnotation))
 	}
 	return errs, warnings
 }

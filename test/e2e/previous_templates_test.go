@@ -62,10 +62,12 @@ var _ = Describe("The previous provider's templates", func() {
 
 		// Their user-data asks for {{ .apiKey }} (CPEM's key), which this provider never fills
 		// with the manager's. An eighth cluster does what the Warning event says: the default
-		// template, its PacketCluster given its own key and exposeAPIKeyInUserData.
+		// template, its PacketCluster given its own key (a Secret that allows it) and
+		// exposeAPIKeyInUserData.
 		ns := testNamespace(ctx, "v090-own-key")
 		const ownKey = "v090-own-key"
-		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials"},
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials",
+			Annotations: map[string]string{infrav1.ExposeInUserDataAnnotation: "true"}},
 			Data: map[string][]byte{scope.APIKeySecretKey: []byte(sandbox.SimToken)}})).To(Succeed())
 		objs, err := sandbox.DecodeYAML(render(templates[slices.IndexFunc(templates, func(f string) bool {
 			return filepath.Base(f) == "cluster-template.yaml"

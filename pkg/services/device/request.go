@@ -172,6 +172,11 @@ func UserData(ctx context.Context, sc *scope.MachineScope) (string, error) {
 			return "", &UserDataError{Reason: infrav1.APIKeyNotExposableReason, Err: errors.New(
 				"spec.exposeAPIKeyInUserData of the PacketCluster: only the key of the cluster's own spec.credentialsRef Secret is put in user-data, never the manager's; set credentialsRef, or turn exposeAPIKeyInUserData off")}
 		}
+		if !sc.Credentials.Exposable() {
+			return "", &UserDataError{Reason: infrav1.APIKeyNotExposableReason, Err: fmt.Errorf(
+				"spec.exposeAPIKeyInUserData of the PacketCluster: the credentials Secret %s does not allow its key in user-data; its owner annotates it %s: \"true\" to allow it, or turn exposeAPIKeyInUserData off",
+				sc.Credentials.Source, infrav1.ExposeInUserDataAnnotation)}
+		}
 		values.APIKey = sc.Credentials.APIKey
 	}
 	if values.APIKey == "" && userdata.Names(data, format, "apiKey") {
@@ -192,6 +197,6 @@ func apiKeyWithheld(sc *scope.MachineScope) string {
 		return "bootstrap data names {{ .apiKey }}, which renders empty: only control planes get a key in user-data; " + crs
 	}
 	return fmt.Sprintf("bootstrap data names {{ .apiKey }}, which renders empty: the manager's key is never put in user-data. "+
-		"Set spec.credentialsRef (a Secret with this cluster's own key) and spec.exposeAPIKeyInUserData on PacketCluster %s, %s",
-		sc.PacketCluster.Name, crs)
+		"Set spec.credentialsRef (a Secret with this cluster's own key, annotated %s: \"true\") and spec.exposeAPIKeyInUserData on PacketCluster %s, %s",
+		infrav1.ExposeInUserDataAnnotation, sc.PacketCluster.Name, crs)
 }

@@ -121,10 +121,7 @@ var _ = Describe("PacketRemediation", func() {
 		Expect(d.UserData).To(Equal("#cloud-config\nruncmd: [echo rejoin]\n"))
 		Expect(d.OS).To(Equal("ubuntu_24_04"))
 		// The reinstall's 20 minutes pass too.
-		Eventually(func() infrav1.RemediationPhase {
-			sim.Advance(2 * time.Minute)
-			return getRemediation(rem).Status.Phase
-		}, eventually, 200*time.Millisecond).Should(Equal(infrav1.RemediationPhaseReplacing))
+		advanceUntilPhase(rem, 2 * time.Minute, infrav1.RemediationPhaseReplacing)
 
 		got := getRemediation(rem)
 		Expect(got.Status.Reboots).To(Equal(int32(1)))
@@ -152,10 +149,7 @@ var _ = Describe("PacketRemediation", func() {
 			{Type: infrav1.RemediationStepReinstall, Timeout: &metav1.Duration{Duration: 10 * time.Minute}},
 			{Type: infrav1.RemediationStepReplace},
 		})
-		Eventually(func() infrav1.RemediationPhase {
-			sim.Advance(30 * time.Second)
-			return getRemediation(rem).Status.Phase
-		}, eventually, 200*time.Millisecond).Should(Equal(infrav1.RemediationPhaseStopped))
+		advanceUntilPhase(rem, 30 * time.Second, infrav1.RemediationPhaseStopped)
 		got := getRemediation(rem)
 		Expect(got.Status.Reboots).To(Equal(int32(2)))
 		Expect(got.Status.Reinstalls).To(BeZero(), "a reinstall would wipe an etcd member the others still count")
@@ -185,10 +179,7 @@ var _ = Describe("PacketRemediation", func() {
 			{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: time.Minute}},
 			{Type: infrav1.RemediationStepReinstall},
 		})
-		Eventually(func() infrav1.RemediationPhase {
-			sim.Advance(30 * time.Second)
-			return getRemediation(rem).Status.Phase
-		}, eventually, 200*time.Millisecond).Should(Equal(infrav1.RemediationPhaseStopped))
+		advanceUntilPhase(rem, 30 * time.Second, infrav1.RemediationPhaseStopped)
 		got := getRemediation(rem)
 		Expect(conditions.Get(got, infrav1.RemediationSucceededCondition)).To(And(
 			HaveField("Reason", infrav1.DeviceNotOwnedReason),
@@ -255,6 +246,15 @@ func createRemediation(mc *machineCluster, name string, strategy []infrav1.Remed
 	}
 	Expect(k8sClient.Create(ctx, rem)).To(Succeed())
 	return rem
+}
+
+// advanceUntilPhase moves the simulator's clock on by step until the remediation reaches phase.
+func advanceUntilPhase(rem *infrav1.PacketRemediation, step time.Duration, phase infrav1.RemediationPhase) {
+	GinkgoHelper()
+	Eventually(func() infrav1.RemediationPhase {
+		sim.Advance(step)
+		return getRemediation(rem).Status.Phase
+	}, eventually, 200*time.Millisecond).Should(Equal(phase))
 }
 
 func getRemediation(rem *infrav1.PacketRemediation) *infrav1.PacketRemediation {

@@ -220,12 +220,21 @@ func devicesOf(ctx context.Context, g Gomega, ns string) []Device {
 
 // applyYAML creates every object of a multi-document YAML stream in ns.
 func applyYAML(ctx context.Context, ns string, data []byte) {
+	applyYAMLEditingPacketCluster(ctx, ns, data, nil)
+}
+
+// applyYAMLEditingPacketCluster is applyYAML with the PacketCluster changed by edit first (the
+// fields a spec sets by hand, as a user would after rendering).
+func applyYAMLEditingPacketCluster(ctx context.Context, ns string, data []byte, edit func(pc map[string]any) error) {
 	objs, err := sandbox.DecodeYAML(data)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(objs).NotTo(BeEmpty())
 	for _, o := range objs {
 		if o.GetNamespace() == "" && o.GetKind() != "Namespace" {
 			o.SetNamespace(ns)
+		}
+		if o.GetKind() == "PacketCluster" && edit != nil {
+			Expect(edit(o.Object)).To(Succeed())
 		}
 		Eventually(func() error { return sb.Apply(ctx, o) }).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(),
 			"applying %s %s", o.GetKind(), o.GetName())

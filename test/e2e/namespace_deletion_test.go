@@ -23,16 +23,10 @@ var _ = Describe("Namespace deletion", func() {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials"},
 			Data: map[string][]byte{scope.APIKeySecretKey: []byte(sandbox.SimToken)}}
 		Expect(k8s.Create(ctx, secret)).To(Succeed())
-		objs, err := sandbox.DecodeYAML(generateCluster(ctx, ns, name, "", "--control-plane-machine-count", "1", "--worker-machine-count", "1"))
-		Expect(err).NotTo(HaveOccurred())
-		for _, o := range objs {
-			if o.GetKind() == "PacketCluster" {
-				Expect(unstructured.SetNestedField(o.Object, secret.Name, "spec", "credentialsRef", "name")).To(Succeed())
-			}
-			o.SetNamespace(ns)
-			Eventually(func() error { return sb.Apply(ctx, o) }).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(),
-				"applying %s %s", o.GetKind(), o.GetName())
-		}
+		applyYAMLEditingPacketCluster(ctx, ns, generateCluster(ctx, ns, name, "", "--control-plane-machine-count", "1", "--worker-machine-count", "1"),
+			func(pc map[string]any) error {
+				return unstructured.SetNestedField(pc, secret.Name, "spec", "credentialsRef", "name")
+			})
 		waitClusterAvailable(ctx, ns, name, 1, 1, 4*time.Minute)
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 		Expect(secret.Finalizers).To(ContainElement(scope.CredentialsFinalizer(name)),

@@ -69,19 +69,13 @@ var _ = Describe("The previous provider's templates", func() {
 		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials",
 			Annotations: map[string]string{infrav1.ExposeInUserDataAnnotation: "true"}},
 			Data: map[string][]byte{scope.APIKeySecretKey: []byte(sandbox.SimToken)}})).To(Succeed())
-		objs, err := sandbox.DecodeYAML(render(templates[slices.IndexFunc(templates, func(f string) bool {
-			return filepath.Base(f) == "cluster-template.yaml"
-		})], ns, ownKey))
-		Expect(err).NotTo(HaveOccurred())
-		for _, o := range objs {
-			if o.GetKind() == "PacketCluster" {
-				Expect(unstructured.SetNestedField(o.Object, "packet-credentials", "spec", "credentialsRef", "name")).To(Succeed())
-				Expect(unstructured.SetNestedField(o.Object, true, "spec", "exposeAPIKeyInUserData")).To(Succeed())
+		defaultTemplate := templates[slices.IndexFunc(templates, func(f string) bool { return filepath.Base(f) == "cluster-template.yaml" })]
+		applyYAMLEditingPacketCluster(ctx, ns, render(defaultTemplate, ns, ownKey), func(pc map[string]any) error {
+			if err := unstructured.SetNestedField(pc, "packet-credentials", "spec", "credentialsRef", "name"); err != nil {
+				return err
 			}
-			o.SetNamespace(ns)
-			Eventually(func() error { return sb.Apply(ctx, o) }).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(),
-				"applying %s %s", o.GetKind(), o.GetName())
-		}
+			return unstructured.SetNestedField(pc, true, "spec", "exposeAPIKeyInUserData")
+		})
 		clusters = append(clusters, applied{file: "cluster-template.yaml with its own key", ns: ns, name: ownKey, ownKey: true})
 
 		for _, c := range clusters {

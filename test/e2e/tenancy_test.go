@@ -8,10 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,15 +27,10 @@ var _ = Describe("Two tenants on one project", func() {
 		victim := testNamespace(ctx, "victim")
 		const prod = "prod"
 		By("the victim: an EMLB cluster with a VLAN of its own, Available")
-		objs, err := sandbox.DecodeYAML(generateCluster(ctx, victim, prod, "emlb", "--control-plane-machine-count", "1", "--worker-machine-count", "1"))
-		Expect(err).NotTo(HaveOccurred())
-		for _, o := range objs {
-			if o.GetKind() == "PacketCluster" {
-				Expect(unstructured.SetNestedMap(o.Object, map[string]any{"vlan": map[string]any{}}, "spec", "network")).To(Succeed())
-			}
-			o.SetNamespace(victim)
-			Eventually(func() error { return sb.Apply(ctx, o) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
-		}
+		applyYAMLEditingPacketCluster(ctx, victim, generateCluster(ctx, victim, prod, "emlb", "--control-plane-machine-count", "1", "--worker-machine-count", "1"),
+			func(pc map[string]any) error {
+				return unstructured.SetNestedMap(pc, map[string]any{"vlan": map[string]any{}}, "spec", "network")
+			})
 		waitClusterAvailable(ctx, victim, prod, 1, 1, 5*time.Minute)
 		lb := clusterLoadBalancer(ctx, victim, prod)
 		pc := &infrav1.PacketCluster{}
@@ -136,20 +129,6 @@ func expectClusterCondition(ctx context.Context, ns, name, conditionType, reason
 // newMachineNaming creates a worker Machine whose PacketMachine names a device in providerID
 // from the start, as a tenant may write it.
 func newMachineNaming(ctx context.Context, ns, cluster, name, providerID string) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bootstrap",
-		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Data: map[string][]byte{"value": []byte("#cloud-config\nruncmd: [echo mine now]\n"), "format": []byte("cloud-config")},
-		Type: clusterv1.ClusterSecretType}
-	Expect(k8s.Create(ctx, secret)).To(Succeed())
-	Expect(k8s.Create(ctx, &infrav1.PacketMachine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly",
-			ProviderID: providerID},
-	})).To(Succeed())
-	Expect(k8s.Create(ctx, &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{ClusterName: cluster, Version: "v1.36.0",
-			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(secret.Name)},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "PacketMachine", Name: name}},
-	})).To(Succeed())
+	newMachineWith(ctx, ns, cluster, name, "#cloud-config\nruncmd: [echo mine now]\n",
+		infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly", ProviderID: providerID})
 }

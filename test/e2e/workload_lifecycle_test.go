@@ -132,6 +132,12 @@ func expectEtcdMembers(ctx context.Context, wc client.Client, n int) {
 
 // newMachineWithBootstrap creates a worker Machine of cluster whose bootstrap data is data.
 func newMachineWithBootstrap(ctx context.Context, ns, cluster, name, data string) {
+	newMachineWith(ctx, ns, cluster, name, data,
+		infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly", SSHKeys: []string{sshKey}})
+}
+
+// newMachineWith creates a Machine with bootstrap data ready and its PacketMachine of spec.
+func newMachineWith(ctx context.Context, ns, cluster, name, data string, spec infrav1.PacketMachineSpec) {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-bootstrap", Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
 		Data:       map[string][]byte{"value": []byte(data), "format": []byte("cloud-config")},
@@ -140,7 +146,7 @@ func newMachineWithBootstrap(ctx context.Context, ns, cluster, name, data string
 	Expect(k8s.Create(ctx, secret)).To(Succeed())
 	Expect(k8s.Create(ctx, &infrav1.PacketMachine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec:       infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", BillingCycle: "hourly", SSHKeys: []string{sshKey}},
+		Spec:       spec,
 	})).To(Succeed())
 	Expect(k8s.Create(ctx, &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},

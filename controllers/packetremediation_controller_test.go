@@ -121,7 +121,7 @@ var _ = Describe("PacketRemediation", func() {
 		Expect(d.UserData).To(Equal("#cloud-config\nruncmd: [echo rejoin]\n"))
 		Expect(d.OS).To(Equal("ubuntu_24_04"))
 		// The reinstall's 20 minutes pass too.
-		advanceUntilPhase(rem, 2 * time.Minute, infrav1.RemediationPhaseReplacing)
+		advanceUntilPhase(rem, 2*time.Minute, infrav1.RemediationPhaseReplacing)
 
 		got := getRemediation(rem)
 		Expect(got.Status.Reboots).To(Equal(int32(1)))
@@ -149,7 +149,7 @@ var _ = Describe("PacketRemediation", func() {
 			{Type: infrav1.RemediationStepReinstall, Timeout: &metav1.Duration{Duration: 10 * time.Minute}},
 			{Type: infrav1.RemediationStepReplace},
 		})
-		advanceUntilPhase(rem, 30 * time.Second, infrav1.RemediationPhaseStopped)
+		advanceUntilPhase(rem, 30*time.Second, infrav1.RemediationPhaseStopped)
 		got := getRemediation(rem)
 		Expect(got.Status.Reboots).To(Equal(int32(2)))
 		Expect(got.Status.Reinstalls).To(BeZero(), "a reinstall would wipe an etcd member the others still count")
@@ -179,7 +179,7 @@ var _ = Describe("PacketRemediation", func() {
 			{Type: infrav1.RemediationStepReboot, Timeout: &metav1.Duration{Duration: time.Minute}},
 			{Type: infrav1.RemediationStepReinstall},
 		})
-		advanceUntilPhase(rem, 30 * time.Second, infrav1.RemediationPhaseStopped)
+		advanceUntilPhase(rem, 30*time.Second, infrav1.RemediationPhaseStopped)
 		got := getRemediation(rem)
 		Expect(conditions.Get(got, infrav1.RemediationSucceededCondition)).To(And(
 			HaveField("Reason", infrav1.DeviceNotOwnedReason),

@@ -214,7 +214,7 @@ KUBECTL := $(TOOLS_BIN)/kubectl-v$(K8S_VERSION)
 SANDBOX_STATE ?= $(ROOT)/.sandbox
 SANDBOX_FLAGS ?=
 E2E_ARTIFACTS ?= $(ROOT)/_artifacts
-E2E_TIMEOUT ?= 45m
+E2E_TIMEOUT ?= 55m
 GINKGO_FLAGS ?=
 CAPI_LDFLAGS := -s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$(CAPI_VERSION) \
 	-X sigs.k8s.io/cluster-api/version.gitMajor=$(word 1,$(subst ., ,$(CAPI_VERSION:v%=%))) \

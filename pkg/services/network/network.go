@@ -127,7 +127,11 @@ func (s *Service) resolve(ctx context.Context, v infrav1.MachineVLAN) (string, *
 		return "", nil, err
 	}
 	for _, vn := range vlans {
-		if (v.ID == "" || vn.ID != v.ID) && (v.ID != "" || vn.VXLAN != v.VXLAN) {
+		named := vn.ID == v.ID
+		if v.ID == "" {
+			named = vn.VXLAN == v.VXLAN
+		}
+		if !named {
 			continue
 		}
 		if infrav1.DescribedForAnotherNamespace(vn.Description, s.scope.PacketMachine.Namespace) {

@@ -17,6 +17,7 @@ import (
 
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/janitor"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/version"
 )
 
@@ -110,7 +111,11 @@ func (f *janitorFlags) sweep(apiKey string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	j := &janitor.Janitor{Reader: reader, GracePeriod: f.grace, Delete: f.del}
+	identity, err := scope.ManagementClusterIdentity(ctx, reader)
+	if err != nil {
+		return err
+	}
+	j := &janitor.Janitor{Reader: reader, GracePeriod: f.grace, Delete: f.del, ManagementCluster: identity}
 	orphans, sweepErr := j.Sweep(ctx, targets)
 	if err := janitor.WriteTable(stdout, orphans, time.Now()); err != nil {
 		return err

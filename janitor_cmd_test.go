@@ -14,6 +14,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
@@ -46,8 +47,14 @@ func TestJanitorCommandListsThenDeletesOrphans(t *testing.T) {
 	defer srv.Close()
 	c, err := packet.New(packet.Options{APIURL: srv.URL + "/metal/v1/", APIKey: packetsim.DefaultToken})
 	must(t, err)
+	identity, err := scope.ManagementClusterIdentity(ctx, env.Client)
+	must(t, err)
 	orphan, err := c.ReserveIP(ctx, packet.ReserveIPRequest{ProjectID: packetsim.DefaultProjectID, Metro: "sv",
-		Tags: []string{infrav1.ClusterTag("default", "gone")}})
+		Tags: []string{infrav1.ClusterTag("default", "gone"), infrav1.ManagementClusterTag(identity)}})
+	must(t, err)
+	// Another management cluster's orphan is not this one's to report.
+	elsewhere, err := c.ReserveIP(ctx, packet.ReserveIPRequest{ProjectID: packetsim.DefaultProjectID, Metro: "sv",
+		Tags: []string{infrav1.ClusterTag("default", "gone-elsewhere"), infrav1.ManagementClusterTag("another")}})
 	must(t, err)
 	other, err := c.ReserveIP(ctx, packet.ReserveIPRequest{ProjectID: packetsim.DefaultProjectID, Metro: "sv", Tags: []string{"team:db"}})
 	must(t, err)
@@ -73,7 +80,7 @@ func TestJanitorCommandListsThenDeletesOrphans(t *testing.T) {
 	}
 
 	out := run()
-	if !strings.Contains(out, orphan.ID) || strings.Contains(out, other.ID) || !strings.Contains(out, "orphaned") {
+	if !strings.Contains(out, orphan.ID) || strings.Contains(out, other.ID) || strings.Contains(out, elsewhere.ID) || !strings.Contains(out, "orphaned") {
 		t.Fatalf("the report does not list exactly the orphan %s:\n%s", orphan.ID, out)
 	}
 	if !ips()[orphan.ID] {
@@ -83,7 +90,8 @@ func TestJanitorCommandListsThenDeletesOrphans(t *testing.T) {
 	if !strings.Contains(out, "deleted") {
 		t.Fatalf("--delete does not say it deleted:\n%s", out)
 	}
-	if left := ips(); left[orphan.ID] || !left[other.ID] {
-		t.Fatalf("after --delete: orphan present %v, other tool's IP present %v", left[orphan.ID], left[other.ID])
+	if left := ips(); left[orphan.ID] || !left[other.ID] || !left[elsewhere.ID] {
+		t.Fatalf("after --delete: orphan present %v, other tool's IP present %v, other management cluster's present %v",
+			left[orphan.ID], left[other.ID], left[elsewhere.ID])
 	}
 }

@@ -75,6 +75,7 @@ type options struct {
 	packetAPIBurst              int
 	bgpLocalASN                 int64
 	defaultKeyProjects          []string
+	legacyAdoptionNamespaces    []string
 	clusterConcurrency          int
 	machineConcurrency          int
 	createConfirmWindow         time.Duration
@@ -134,12 +135,21 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"ASN that KUBE_VIP clusters announce their elastic IP from, unless a PacketCluster sets spec.bgp.localASN.")
 	fs.StringSliceVar(&o.defaultKeyProjects, "default-key-projects", nil,
 		"Project IDs the manager's own API key (PACKET_API_KEY) may serve; PacketClusters in other projects need a credentialsRef. Empty: any project the key reaches, for every namespace (see docs/security.md).")
+	fs.StringSliceVar(&o.legacyAdoptionNamespaces, "legacy-adoption-namespaces", nil,
+		"Namespaces whose clusters may take over the previous Packet provider's devices and elastic IPs, which its tags name by cluster name only; \"*\": every namespace. Empty: none (see docs/security.md).")
 	fs.IntVar(&o.clusterConcurrency, "packetcluster-concurrency", 10,
 		"Number of PacketClusters to reconcile at the same time.")
 	fs.IntVar(&o.machineConcurrency, "packetmachine-concurrency", 10,
 		"Number of PacketMachines to reconcile at the same time.")
 	fs.DurationVar(&o.createConfirmWindow, "device-create-confirm-window", 2*time.Minute,
 		"How long a device create that got no answer (a timeout, a 5xx) may take to show in Packet's device lists before it is sent again. Shorter than Packet's lists may lag risks a duplicate device.")
+	o.addJanitorFlags(fs)
+	fs.BoolVar(&o.printVersion, "version", false, "Print the manager's version and exit.")
+	flags.AddManagerOptions(fs, &o.manager)
+}
+
+// addJanitorFlags adds the orphan janitor's flags (docs/janitor.md).
+func (o *options) addJanitorFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.janitorInterval, "janitor-interval", 0,
 		"How often the orphan janitor sweeps for Packet objects whose PacketCluster or PacketMachine is gone (docs/janitor.md); 0 turns it off.")
 	fs.DurationVar(&o.janitorGracePeriod, "janitor-grace-period", janitor.DefaultGracePeriod,
@@ -148,8 +158,6 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Let the janitor delete the orphans it finds; otherwise it only reports them (log lines and the capp_orphaned_resources metric).")
 	fs.StringSliceVar(&o.janitorProjects, "janitor-projects", nil,
 		"Projects the janitor sweeps with the manager's own API key, besides those of the PacketClusters; defaults to --default-key-projects.")
-	fs.BoolVar(&o.printVersion, "version", false, "Print the manager's version and exit.")
-	flags.AddManagerOptions(fs, &o.manager)
 }
 
 // validate rejects flag values the manager cannot work with. Durations the device service
@@ -307,39 +315,36 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	if apiKey == "" {
 		setupLog.Info("PACKET_API_KEY is not set: only PacketClusters with spec.credentialsRef can be reconciled")
 	}
-	packet.SetLoadBalancerLocations(opts.emlbLocations)
-	// One age for the lists and for the looks they answer: a look aimed at a device's end lands
-	// as long after it as the list may be old.
-	snapshotMaxAge := packet.SnapshotMaxAge(opts.packetAPIQPS)
-	factory := packet.NewFactory(packet.Options{
-		APIURL:               opts.packetAPIURL,
-		LBaaSURL:             opts.lbaasURL,
-		TokenExchangeURL:     opts.tokenExchangeURL,
-		UserAgent:            "cluster-api-provider-packet/" + version.Get(),
-		QPS:                  opts.packetAPIQPS,
-		Burst:                opts.packetAPIBurst,
-		DeviceSnapshotMaxAge: snapshotMaxAge,
-	})
+	snapshotMaxAge, factory := newPacketFactory(opts)
+	identity, err := scope.ManagementClusterIdentity(ctx, mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	setupLog.Info("Managing Packet objects as this management cluster's", "tag", infrav1.ManagementClusterTag(identity))
 	if err := (&controllers.PacketClusterReconciler{
-		Client:             mgr.GetClient(),
-		APIReader:          mgr.GetAPIReader(),
-		Packet:             factory,
-		DefaultAPIKey:      apiKey,
-		DefaultKeyProjects: opts.defaultKeyProjects,
-		BGPLocalASN:        opts.bgpLocalASN,
-		WatchFilterValue:   opts.watchFilterValue,
+		Client:                   mgr.GetClient(),
+		APIReader:                mgr.GetAPIReader(),
+		Packet:                   factory,
+		DefaultAPIKey:            apiKey,
+		DefaultKeyProjects:       opts.defaultKeyProjects,
+		LegacyAdoptionNamespaces: opts.legacyAdoptionNamespaces,
+		BGPLocalASN:              opts.bgpLocalASN,
+		WatchFilterValue:         opts.watchFilterValue,
+		ManagementCluster:        identity,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketCluster controller: %w", err)
 	}
 	if err := (&controllers.PacketMachineReconciler{
-		Client:              mgr.GetClient(),
-		APIReader:           mgr.GetAPIReader(),
-		Packet:              factory,
-		DefaultAPIKey:       apiKey,
-		DefaultKeyProjects:  opts.defaultKeyProjects,
-		WatchFilterValue:    opts.watchFilterValue,
-		SnapshotMaxAge:      snapshotMaxAge,
-		CreateConfirmWindow: opts.createConfirmWindow,
+		Client:                   mgr.GetClient(),
+		APIReader:                mgr.GetAPIReader(),
+		Packet:                   factory,
+		DefaultAPIKey:            apiKey,
+		DefaultKeyProjects:       opts.defaultKeyProjects,
+		LegacyAdoptionNamespaces: opts.legacyAdoptionNamespaces,
+		WatchFilterValue:         opts.watchFilterValue,
+		SnapshotMaxAge:           snapshotMaxAge,
+		CreateConfirmWindow:      opts.createConfirmWindow,
+		ManagementCluster:        identity,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.machineConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketMachine controller: %w", err)
 	}
@@ -353,21 +358,40 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		return fmt.Errorf("setting up the PacketMachineTemplate controller: %w", err)
 	}
 	if err := (&controllers.PacketRemediationReconciler{
-		Client:             mgr.GetClient(),
-		APIReader:          mgr.GetAPIReader(),
-		Packet:             factory,
-		DefaultAPIKey:      apiKey,
-		DefaultKeyProjects: opts.defaultKeyProjects,
-		WatchFilterValue:   opts.watchFilterValue,
+		Client:                   mgr.GetClient(),
+		APIReader:                mgr.GetAPIReader(),
+		Packet:                   factory,
+		DefaultAPIKey:            apiKey,
+		DefaultKeyProjects:       opts.defaultKeyProjects,
+		LegacyAdoptionNamespaces: opts.legacyAdoptionNamespaces,
+		WatchFilterValue:         opts.watchFilterValue,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: opts.clusterConcurrency}); err != nil {
 		return fmt.Errorf("setting up the PacketRemediation controller: %w", err)
 	}
-	return setupJanitor(mgr, opts, factory, apiKey)
+	return setupJanitor(mgr, opts, factory, apiKey, identity)
+}
+
+// newPacketFactory is the one Packet client factory of the manager, and the age its device
+// lists may have. One age for the lists and for the looks they answer: a look aimed at a
+// device's end lands as long after it as the list may be old.
+func newPacketFactory(opts *options) (time.Duration, *packet.Factory) {
+	packet.SetLoadBalancerLocations(opts.emlbLocations)
+	snapshotMaxAge := packet.SnapshotMaxAge(opts.packetAPIQPS)
+	factory := packet.NewFactory(packet.Options{
+		APIURL:               opts.packetAPIURL,
+		LBaaSURL:             opts.lbaasURL,
+		TokenExchangeURL:     opts.tokenExchangeURL,
+		UserAgent:            "cluster-api-provider-packet/" + version.Get(),
+		QPS:                  opts.packetAPIQPS,
+		Burst:                opts.packetAPIBurst,
+		DeviceSnapshotMaxAge: snapshotMaxAge,
+	})
+	return snapshotMaxAge, factory
 }
 
 // setupJanitor adds the orphan janitor to the manager when --janitor-interval is set. It runs
 // only on the leader, and reads owners uncached so that a lagging cache never makes one look gone.
-func setupJanitor(mgr ctrl.Manager, opts *options, factory *packet.Factory, apiKey string) error {
+func setupJanitor(mgr ctrl.Manager, opts *options, factory *packet.Factory, apiKey, identity string) error {
 	if opts.janitorInterval <= 0 {
 		return nil
 	}
@@ -376,7 +400,10 @@ func setupJanitor(mgr ctrl.Manager, opts *options, factory *packet.Factory, apiK
 		projects = opts.defaultKeyProjects
 	}
 	def := scope.DefaultCredentials{APIKey: apiKey, Projects: opts.defaultKeyProjects}
-	j := &janitor.Janitor{Reader: mgr.GetAPIReader(), GracePeriod: opts.janitorGracePeriod, Delete: opts.janitorDelete}
+	// An orphan is deleted a grace period after it was found, if it is still this management
+	// cluster's then: a cluster moved away by clusterctl is tagged by the target meanwhile.
+	j := &janitor.Janitor{Reader: mgr.GetAPIReader(), GracePeriod: opts.janitorGracePeriod, Delete: opts.janitorDelete,
+		ManagementCluster: identity, ConfirmAfter: opts.janitorGracePeriod}
 	targets := func(ctx context.Context) ([]janitor.Target, error) {
 		return janitor.Targets(ctx, mgr.GetAPIReader(), factory, def, projects)
 	}

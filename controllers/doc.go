@@ -13,6 +13,8 @@ import (
 // Permissions every reconciler of the manager needs; each controller adds its own next to it.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// The kube-system namespace's UID identifies the management cluster (scope.ManagementClusterIdentity).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
 // The secure metrics endpoint reviews each scraper's token and its access to /metrics.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

@@ -67,6 +67,13 @@ type PacketClusterReconciler struct {
 	BGPLocalASN int64
 	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
 	WatchFilterValue string
+	// ManagementCluster is this management cluster's identity (scope.ManagementClusterIdentity),
+	// tagged on the devices and IP reservations it manages so that its janitor, and no other
+	// management cluster's, sweeps them; "" tags none.
+	ManagementCluster string
+	// LegacyAdoptionNamespaces are the namespaces whose clusters may take over the previous
+	// provider's objects, tagged with a cluster name but no namespace; "*" is every namespace.
+	LegacyAdoptionNamespaces []string
 	// PendingIPRetry is how often a reservation awaiting Packet's approval is checked; 0 means
 	// the service's default (30s).
 	PendingIPRetry time.Duration
@@ -153,7 +160,8 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
-	s, err := scope.NewClusterScope(scope.ClusterScopeParams{Client: r.Client, Cluster: cluster, PacketCluster: pc, Packet: packetClient, Credentials: creds})
+	s, err := scope.NewClusterScope(scope.ClusterScopeParams{Client: r.Client, Cluster: cluster, PacketCluster: pc, Packet: packetClient,
+		Credentials: creds, ManagementCluster: r.ManagementCluster, AdoptLegacy: adoptsLegacy(r.LegacyAdoptionNamespaces, pc.Namespace)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

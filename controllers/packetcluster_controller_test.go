@@ -16,18 +16,29 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
+// legacyNamespace is the one namespace whose clusters the suite lets adopt the previous
+// provider's objects (--legacy-adoption-namespaces).
+const legacyNamespace = "migrated-from-the-previous-provider"
+
 func init() {
 	suiteReconcilers = append(suiteReconcilers, func(c context.Context, mgr ctrl.Manager) error {
+		identity, err := scope.ManagementClusterIdentity(c, mgr.GetAPIReader())
+		if err != nil {
+			return err
+		}
 		return (&PacketClusterReconciler{
-			Client:         mgr.GetClient(),
-			APIReader:      mgr.GetAPIReader(),
-			Packet:         factory,
-			DefaultAPIKey:  packetsim.DefaultToken,
-			PendingIPRetry: 200 * time.Millisecond,
+			ManagementCluster:        identity,
+			LegacyAdoptionNamespaces: []string{legacyNamespace},
+			Client:                   mgr.GetClient(),
+			APIReader:                mgr.GetAPIReader(),
+			Packet:                   factory,
+			DefaultAPIKey:            packetsim.DefaultToken,
+			PendingIPRetry:           200 * time.Millisecond,
 			// Virtual time, like the machines' confirm window: tests advance the clock past it.
 			IPConfirmWindow: testConfirmWindow,
 			Now:             simClock.Now,
@@ -328,8 +339,21 @@ var _ = Describe("PacketCluster reconciler", func() {
 		Expect(getPacketCluster(other, "migrated").Spec.ControlPlaneEndpoint.Host).NotTo(Equal(old.Address))
 		Expect(apiCalls("POST /projects/{id}/ips")).To(Equal(reserves + 1))
 
+		By("a cluster of the same name whose endpoint is the old address, in a namespace not allowed to adopt, does not take it")
+		thief := newNamespace()
+		createCluster(thief, "migrated", infrav1.PacketClusterSpec{Metro: "sv",
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: old.Address, Port: 6443}})
+		Eventually(provisioned(thief, "migrated"), eventually).Should(Succeed())
+		Expect(conditions.GetReason(getPacketCluster(thief, "migrated"), infrav1.ControlPlaneEndpointReadyCondition)).
+			To(Equal(infrav1.UserSuppliedEndpointReason), "an address it does not own, never released with it")
+		Eventually(eventReasons(getPacketCluster(thief, "migrated")), eventually).Should(ContainElement("LegacyElasticIPNotAdopted"))
+		untouched, err := c.GetIPReservation(ctx, old.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(untouched.Tags).To(ConsistOf(infrav1.LegacyClusterTag("migrated")))
+
 		By("the migrated cluster, whose endpoint is the old address, adopts it without reserving")
-		ns := newNamespace()
+		ns := legacyNamespace
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		reserves = apiCalls("POST /projects/{id}/ips")
 		createCluster(ns, "migrated", infrav1.PacketClusterSpec{Metro: "sv",
 			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: old.Address, Port: 6443}})
@@ -340,7 +364,7 @@ var _ = Describe("PacketCluster reconciler", func() {
 		got, err := c.GetIPReservation(ctx, old.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Tags).To(ConsistOf(infrav1.LegacyClusterTag("migrated"),
-			infrav1.ControlPlaneEndpointTag(ns, "migrated"), infrav1.ClusterTag(ns, "migrated")))
+			infrav1.ControlPlaneEndpointTag(ns, "migrated"), infrav1.ClusterTag(ns, "migrated"), managementClusterTag()))
 
 		By("deleting the other namespace's cluster releases its own address, not the migrated one's")
 		Expect(k8sClient.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "migrated"}})).To(Succeed())

@@ -60,6 +60,13 @@ type PacketMachineReconciler struct {
 	DefaultKeyProjects []string
 	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
 	WatchFilterValue string
+	// ManagementCluster is this management cluster's identity (scope.ManagementClusterIdentity),
+	// tagged on the devices and IP reservations it manages so that its janitor, and no other
+	// management cluster's, sweeps them; "" tags none.
+	ManagementCluster string
+	// LegacyAdoptionNamespaces are the namespaces whose clusters may take over the previous
+	// provider's objects, tagged with a cluster name but no namespace; "*" is every namespace.
+	LegacyAdoptionNamespaces []string
 
 	// PollMin and PollMax bound how often a provisioning or deprovisioning device is looked at
 	// (defaults 10s and 2m; a look at a measured end that is near may come sooner than
@@ -148,7 +155,8 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	creds, packetClient, credErr := r.credentials.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
 	s, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
-		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds, APIReader: r.APIReader})
+		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds, APIReader: r.APIReader,
+		ManagementCluster: r.ManagementCluster, AdoptLegacy: adoptsLegacy(r.LegacyAdoptionNamespaces, pm.Namespace)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -48,6 +48,7 @@ var _ = Describe("PacketMachine reconciler", func() {
 		Expect(dev.CustomData).To(HaveKeyWithValue("role", "worker"))
 		Expect(dev.Tags).To(Equal([]string{
 			infrav1.MachineTag(pm.Annotations[infrav1.MachineIdentityAnnotation]), infrav1.ClusterTag(mc.ns, "c1"), infrav1.RoleTag(false), "team:infra", "env:test",
+			managementClusterTag(),
 		}))
 		Expect(pm.Annotations[infrav1.MachineIdentityAnnotation]).To(HaveLen(36), "a random UUID, not the UID or the name")
 		Expect(pm.Annotations[infrav1.MachineIdentityAnnotation]).NotTo(Equal(string(pm.UID)))

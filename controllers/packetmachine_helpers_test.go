@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
@@ -43,6 +44,12 @@ func init() {
 		func(c context.Context, mgr ctrl.Manager) error {
 			r := newTestMachineReconciler(machineSuiteFilter)
 			r.Client, r.APIReader = mgr.GetClient(), mgr.GetAPIReader()
+			identity, err := scope.ManagementClusterIdentity(c, mgr.GetAPIReader())
+			if err != nil {
+				return err
+			}
+			r.ManagementCluster = identity
+			r.LegacyAdoptionNamespaces = []string{legacyNamespace}
 			return r.SetupWithManager(c, mgr, testOptions)
 		},
 		func(c context.Context, mgr ctrl.Manager) error {

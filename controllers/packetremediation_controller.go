@@ -47,6 +47,9 @@ type PacketRemediationReconciler struct {
 	DefaultKeyProjects []string
 	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
 	WatchFilterValue string
+	// LegacyAdoptionNamespaces are the namespaces whose clusters may take over the previous
+	// provider's objects, tagged with a cluster name but no namespace; "*" is every namespace.
+	LegacyAdoptionNamespaces []string
 	// Poll is how often a running step looks at the Machine (default 30s); Now is the clock
 	// step timeouts are measured with (time.Now).
 	Poll time.Duration
@@ -161,7 +164,8 @@ func (r *PacketRemediationReconciler) remediate(ctx context.Context, rem *infrav
 	}
 	// Only read: the scope is never closed, so the PacketMachine is never patched from here.
 	ms, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
-		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds})
+		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds,
+		AdoptLegacy: adoptsLegacy(r.LegacyAdoptionNamespaces, pm.Namespace)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

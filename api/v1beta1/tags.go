@@ -25,6 +25,13 @@ const (
 	// annotation existed. A UID does not survive clusterctl move, so it is only read now: a
 	// PacketMachine without the annotation still finds and keeps its device by it.
 	MachineUIDTagPrefix = tagPrefix + "machine-uid:"
+	// ManagementClusterTagPrefix marks the devices and IP reservations a management cluster
+	// manages: capp:management-cluster:<UID of its kube-system namespace>. Two management
+	// clusters on one project, or one before and one after clusterctl move, tell their objects
+	// apart by it; the orphan janitor sweeps only its own. The controllers put theirs on what
+	// they find without it (a moved cluster's, one made before the tag existed) and take it off
+	// what they keep behind on purpose (an elastic IP retained by its reclaim policy).
+	ManagementClusterTagPrefix = tagPrefix + "management-cluster:"
 	// RoleTagPrefix says whether a device is a control plane or a worker.
 	RoleTagPrefix = tagPrefix + "role:"
 
@@ -77,6 +84,27 @@ func MachineIdentityTag(pm *PacketMachine) string {
 		return MachineTag(id)
 	}
 	return MachineUIDTag(string(pm.UID))
+}
+
+// ManagementClusterTag is the tag of the objects the management cluster with this identity
+// manages.
+func ManagementClusterTag(identity string) string {
+	return boundedTag(ManagementClusterTagPrefix, identity)
+}
+
+// WithManagementCluster returns tags with the management-cluster tag of identity in place of any
+// other management cluster's; with identity "", tags without any. tags is not modified.
+func WithManagementCluster(tags []string, identity string) []string {
+	out := make([]string, 0, len(tags)+1)
+	for _, t := range tags {
+		if !strings.HasPrefix(t, ManagementClusterTagPrefix) {
+			out = append(out, t)
+		}
+	}
+	if identity != "" {
+		out = append(out, ManagementClusterTag(identity))
+	}
+	return out
 }
 
 // RoleTag is the tag saying whether a device is a control plane or a worker.

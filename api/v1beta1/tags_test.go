@@ -44,6 +44,21 @@ func TestMachineIdentityTagPrefersTheAnnotationOverTheUID(t *testing.T) {
 	}
 }
 
+func TestWithManagementClusterReplacesAnotherManagementClustersTag(t *testing.T) {
+	before := []string{"team:db", ManagementClusterTag("source"), ClusterTag("ns", "c1")}
+	got := WithManagementCluster(before, "target")
+	want := []string{"team:db", ClusterTag("ns", "c1"), "capp:management-cluster:target"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("WithManagementCluster = %q, want %q", got, want)
+	}
+	if before[1] != ManagementClusterTag("source") {
+		t.Fatal("WithManagementCluster modified its argument")
+	}
+	if got := WithManagementCluster(before, ""); len(got) != 2 || strings.Contains(strings.Join(got, ","), ManagementClusterTagPrefix) {
+		t.Fatalf("without an identity the management-cluster tag must go: %q", got)
+	}
+}
+
 func FuzzTags(f *testing.F) {
 	f.Add("default", "my-cluster", "5a7c1f2e-0000-4000-8000-000000000001")
 	f.Add("", "", "")

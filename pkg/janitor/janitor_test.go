@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ import (
 )
 
 const project = packetsim.DefaultProjectID
+
+// identity is this test's management cluster; mine the tag of the objects it manages.
+const identity = "5a7c1f2e-0000-4000-8000-00000000000a"
+
+var mine = infrav1.ManagementClusterTag(identity)
 
 var (
 	testEnv  *helpers.TestEnvironment
@@ -52,6 +58,15 @@ func TestMain(m *testing.M) {
 	factory = packet.NewFactory(packet.Options{APIURL: srv.URL + "/metal/v1/", QPS: 1000, Burst: 1000,
 		LBaaSURL: srv.URL + "/lbaas/", TokenExchangeURL: srv.URL + "/iam/api-keys/exchange",
 		UserAgent: "capp-test", Timeout: 5 * time.Second, Now: simClock.Now})
+	// Devices get BGP sessions, which the janitor deletes with them.
+	c, err := factory.ClientFor("", packetsim.DefaultToken)
+	if err == nil {
+		err = c.EnableBGP(ctx, project, packet.BGPConfigRequest{DeploymentType: "local", ASN: 65000})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	srv.Close()
 	_ = sim.Close()
@@ -83,10 +98,11 @@ func (w *world) device(expectOrphan bool, name string, tags ...string) string {
 	return d.ID
 }
 
-func (w *world) ip(expectOrphan bool, tags ...string) {
+func (w *world) ip(expectOrphan bool, tags ...string) string {
 	ip, err := w.c.ReserveIP(w.ctx, packet.ReserveIPRequest{ProjectID: project, Metro: "sv", Tags: tags})
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.record(expectOrphan, KindIPReservation, ip.ID)
+	return ip.ID
 }
 
 func (w *world) vlan(expectOrphan bool, description string) {
@@ -203,11 +219,11 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	ctx := context.Background()
 	c, err := factory.ClientFor("", packetsim.DefaultToken)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.EnableBGP(ctx, project, packet.BGPConfigRequest{DeploymentType: "local", ASN: 65000})).To(Succeed())
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "janitor-"}}
 	g.Expect(testEnv.Client.Create(ctx, ns)).To(Succeed())
 	w := &world{t: t, g: g, ctx: ctx, c: c, ns: ns.Name, orphan: map[Kind][]string{}, kept: map[Kind][]string{}}
+	t.Cleanup(func() { w.deleteAll() })
 
 	w.createCluster("alive", true)     // tags name alive-cluster
 	w.createCluster("building", false) // not provisioned: its machines may still come
@@ -217,20 +233,20 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	g.Expect(testEnv.Client.Create(ctx, pm)).To(Succeed())
 
 	// Orphans: a machine and a whole cluster whose owners are gone.
-	w.device(true, "gone-cp", infrav1.ClusterTag(w.ns, "gone"), infrav1.MachineUIDTag("uid-gone"), infrav1.RoleTag(true))
-	w.device(true, "alive-deleted-worker", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineUIDTag("uid-deleted"), infrav1.RoleTag(false))
-	w.device(true, "alive-deleted-new-worker", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineTag("id-deleted"), infrav1.RoleTag(false))
-	w.ip(true, infrav1.ClusterTag(w.ns, "gone"), infrav1.ControlPlaneEndpointTag(w.ns, "gone"))
+	w.device(true, "gone-cp", infrav1.ClusterTag(w.ns, "gone"), infrav1.MachineUIDTag("uid-gone"), infrav1.RoleTag(true), mine)
+	w.device(true, "alive-deleted-worker", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineUIDTag("uid-deleted"), infrav1.RoleTag(false), mine)
+	w.device(true, "alive-deleted-new-worker", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineTag("id-deleted"), infrav1.RoleTag(false), mine)
+	w.ip(true, infrav1.ClusterTag(w.ns, "gone"), infrav1.ControlPlaneEndpointTag(w.ns, "gone"), mine)
 	w.vlan(true, infrav1.ClusterTag(w.ns, "gone"))
 	w.sshKey(true, infrav1.SSHKeyLabel(w.ns, "gone"))
 	w.loadBalancer(true, infrav1.ControlPlaneEndpointTag(w.ns, "gone"))
 
 	// Owned: the provider's tags, owners present.
-	w.device(false, "alive-m", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineTag("id-m"), infrav1.RoleTag(false))
+	w.device(false, "alive-m", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineTag("id-m"), infrav1.RoleTag(false), mine)
 	// Created before the identity annotation existed: still the PacketMachine's by its UID.
-	w.device(false, "alive-m-legacy", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineUIDTag(string(pm.UID)), infrav1.RoleTag(false))
-	w.device(false, "building-cp", infrav1.ClusterTag(w.ns, "building-cluster"), infrav1.MachineUIDTag("uid-not-yet"), infrav1.RoleTag(true))
-	w.ip(false, infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.ControlPlaneEndpointTag(w.ns, "alive-cluster"))
+	w.device(false, "alive-m-legacy", infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.MachineUIDTag(string(pm.UID)), infrav1.RoleTag(false), mine)
+	w.device(false, "building-cp", infrav1.ClusterTag(w.ns, "building-cluster"), infrav1.MachineUIDTag("uid-not-yet"), infrav1.RoleTag(true), mine)
+	w.ip(false, infrav1.ClusterTag(w.ns, "alive-cluster"), infrav1.ControlPlaneEndpointTag(w.ns, "alive-cluster"), mine)
 	w.vlan(false, infrav1.ClusterTag(w.ns, "alive-cluster"))
 	w.sshKey(false, infrav1.SSHKeyLabel(w.ns, "alive-cluster"))
 	w.loadBalancer(false, infrav1.ControlPlaneEndpointTag(w.ns, "building-cluster"))
@@ -245,8 +261,8 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	simClock.Advance(DefaultGracePeriod + time.Minute)
 
 	// In flight: created within the grace period, owners not visible yet.
-	w.device(false, "new-cp", infrav1.ClusterTag(w.ns, "new"), infrav1.MachineUIDTag("uid-new"), infrav1.RoleTag(true))
-	w.ip(false, infrav1.ClusterTag(w.ns, "new"), infrav1.ControlPlaneEndpointTag(w.ns, "new"))
+	w.device(false, "new-cp", infrav1.ClusterTag(w.ns, "new"), infrav1.MachineUIDTag("uid-new"), infrav1.RoleTag(true), mine)
+	w.ip(false, infrav1.ClusterTag(w.ns, "new"), infrav1.ControlPlaneEndpointTag(w.ns, "new"), mine)
 	w.vlan(false, infrav1.ClusterTag(w.ns, "new"))
 	w.sshKey(false, infrav1.SSHKeyLabel(w.ns, "new"))
 	w.loadBalancer(false, infrav1.ControlPlaneEndpointTag(w.ns, "new"))
@@ -256,7 +272,7 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(targets).To(HaveLen(1), "the listed project and the PacketClusters' project are one target")
 
-	j := &Janitor{Reader: testEnv.Client, Now: simClock.Now}
+	j := &Janitor{Reader: testEnv.Client, Now: simClock.Now, ManagementCluster: identity}
 	orphans, err := j.Sweep(ctx, targets)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(byKind(orphans)).To(Equal(sorted(w.orphan)))
@@ -293,6 +309,120 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	orphans, err = j.Sweep(ctx, targets)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(orphans).To(BeEmpty())
+}
+
+// TestSweepDeletesOnlyThisManagementClustersConfirmedOrphans is the threat model's attack on the
+// janitor: two management clusters on one project, a cluster moved away by clusterctl, a
+// namespace being moved, an address kept by its reclaim policy. Only this management cluster's
+// orphans go, and only once they stayed orphans for ConfirmAfter.
+func TestSweepDeletesOnlyThisManagementClustersConfirmedOrphans(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c, err := factory.ClientFor("", packetsim.DefaultToken)
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "janitor-"}}
+	g.Expect(testEnv.Client.Create(ctx, ns)).To(Succeed())
+	moving := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "janitor-moving-"}}
+	g.Expect(testEnv.Client.Create(ctx, moving)).To(Succeed())
+	w := &world{t: t, g: g, ctx: ctx, c: c, ns: ns.Name, orphan: map[Kind][]string{}, kept: map[Kind][]string{}}
+	t.Cleanup(func() { w.deleteAll() })
+	// clusterctl move pauses the Clusters of the namespace it moves.
+	paused := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "being-moved", Namespace: moving.Name},
+		Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	g.Expect(testEnv.Client.Create(ctx, paused)).To(Succeed())
+	other := infrav1.ManagementClusterTag("another-management-cluster")
+
+	cluster := func(name string) []string { return []string{infrav1.ClusterTag(w.ns, name), infrav1.RoleTag(true)} }
+	endpoint := func(name string) []string {
+		return []string{infrav1.ClusterTag(w.ns, name), infrav1.ControlPlaneEndpointTag(w.ns, name)}
+	}
+	// Another management cluster's running cluster: its owners are not here.
+	w.device(false, "theirs-cp", append(cluster("theirs"), infrav1.MachineTag("theirs-cp"), other)...)
+	w.ip(false, append(endpoint("theirs"), other)...)
+	w.vlan(false, infrav1.ClusterTag(w.ns, "theirs"))
+	w.loadBalancer(false, infrav1.ControlPlaneEndpointTag(w.ns, "theirs"))
+	// Made before the management-cluster tag existed, and an address kept by Retain: no one's.
+	w.device(false, "untagged-cp", append(cluster("untagged"), infrav1.MachineTag("untagged-cp"))...)
+	w.ip(false, endpoint("retained")...)
+	// Moved away by clusterctl: found orphaned here, then tagged by the target.
+	movedDevice := w.device(false, "moved-cp", append(cluster("moved"), infrav1.MachineTag("moved-cp"), mine)...)
+	movedIP := w.ip(false, append(endpoint("moved"), mine)...)
+	w.loadBalancer(false, infrav1.ControlPlaneEndpointTag(w.ns, "moved"))
+	// This management cluster's orphans.
+	w.device(true, "gone-cp", append(cluster("gone"), infrav1.MachineTag("gone-cp"), mine)...)
+	w.ip(true, append(endpoint("gone"), mine)...)
+	w.vlan(true, infrav1.ClusterTag(w.ns, "gone"))
+	// An orphan of a namespace being moved: reported, not deleted.
+	left, err := c.CreateDevice(ctx, packet.CreateDeviceRequest{ProjectID: project, Hostname: "left-cp", Plan: "c3.small.x86",
+		OS: "ubuntu_24_04", Metro: "sv", BillingCycle: "hourly",
+		Tags: []string{infrav1.ClusterTag(moving.Name, "left"), infrav1.MachineTag("left-cp"), mine}})
+	g.Expect(err).NotTo(HaveOccurred())
+	w.record(false, KindDevice, left.ID)
+	simClock.Advance(DefaultGracePeriod + time.Minute)
+
+	j := &Janitor{Reader: testEnv.Client, Now: simClock.Now, ManagementCluster: identity, Delete: true, ConfirmAfter: 10 * time.Minute}
+	target := []Target{{ProjectID: project, Client: c}}
+	first, err := j.Sweep(ctx, target)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(first)).To(ConsistOf("gone-cp", "device "+w.orphan[KindDevice][0]+" ipv4", endpointAddress(first, "gone"),
+		infrav1.ClusterTag(w.ns, "gone"), "moved-cp", "device "+movedDevice+" ipv4", endpointAddress(first, "moved"),
+		infrav1.ControlPlaneEndpointTag(w.ns, "moved"), infrav1.ControlPlaneEndpointTag(w.ns, "moved"), "left-cp"),
+		"this management cluster's orphans, and only those, are reported")
+	for _, o := range first {
+		g.Expect(o.Deleted).To(BeFalse(), "%s %s is deleted at first sight", o.Kind, o.Name)
+		g.Expect(o.Waiting).NotTo(BeEmpty())
+	}
+
+	// The target of the move tags what it now manages.
+	g.Expect(c.TagDevice(ctx, movedDevice, infrav1.WithManagementCluster(append(cluster("moved"), infrav1.MachineTag("moved-cp")), "target"))).To(Succeed())
+	g.Expect(c.TagIPReservation(ctx, movedIP, infrav1.WithManagementCluster(endpoint("moved"), "target"))).To(Succeed())
+	simClock.Advance(11 * time.Minute)
+	second, err := j.Sweep(ctx, target)
+	g.Expect(err).NotTo(HaveOccurred())
+	deleted := map[Kind][]string{}
+	for _, o := range second {
+		if o.Deleted {
+			deleted[o.Kind] = append(deleted[o.Kind], o.ID)
+		} else {
+			g.Expect(o.ID).To(Equal(left.ID), "only the paused namespace's orphan waits")
+			g.Expect(o.Waiting).To(ContainSubstring("paused"))
+		}
+	}
+	g.Expect(sorted(deleted)).To(Equal(sorted(w.orphan)))
+	after := present()
+	for kind, ids := range w.kept {
+		g.Expect(after[kind]).To(ContainElements(ids), "%ss not this management cluster's orphans are kept", kind)
+	}
+}
+
+// names are the orphans' names.
+func names(orphans []Orphan) []string {
+	out := make([]string, 0, len(orphans))
+	for _, o := range orphans {
+		out = append(out, o.Name)
+	}
+	return out
+}
+
+// endpointAddress is the address of the reported reservation of the cluster's endpoint.
+func endpointAddress(orphans []Orphan, cluster string) string {
+	for _, o := range orphans {
+		if o.Kind == KindIPReservation && strings.HasSuffix(o.Owner, "/"+cluster) {
+			return o.Name
+		}
+	}
+	return "no reservation reported for " + cluster
+}
+
+// deleteAll deletes what the test made, so that later tests sweep a clean project.
+func (w *world) deleteAll() {
+	for _, m := range []map[Kind][]string{w.orphan, w.kept} {
+		for kind, ids := range m {
+			for _, id := range ids {
+				_ = deleteObject(w.ctx, w.c, Orphan{Kind: kind, ID: id})
+			}
+		}
+	}
 }
 
 // TestRunnableSweepsUntilStopped runs the manager's runnable: it sweeps right away and again

@@ -18,6 +18,8 @@ func WriteTable(w io.Writer, orphans []Orphan, now time.Time) error {
 			state = "deleted"
 		case o.Err != nil:
 			state = "delete failed: " + o.Err.Error()
+		case o.Waiting != "":
+			state = "orphaned, not deleted: " + o.Waiting
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Kind, o.ProjectID, o.ID, o.Name, o.Owner,
 			now.Sub(o.CreatedAt).Round(time.Minute), state)

@@ -28,6 +28,13 @@ type ClusterScopeParams struct {
 	// Packet is the client for the cluster's credentials; nil when they could not be read.
 	Packet      packet.Client
 	Credentials Credentials
+	// ManagementCluster is the identity of this management cluster (ManagementClusterIdentity),
+	// put on the IP reservations the cluster keeps; "" puts none on.
+	ManagementCluster string
+	// AdoptLegacy lets the cluster take over the previous provider's objects, whose tags name
+	// the cluster but not its namespace (infrav1.LegacyClusterTag); the operator allows it per
+	// namespace (--legacy-adoption-namespaces), since any namespace may name a cluster alike.
+	AdoptLegacy bool
 }
 
 // ClusterScope is one reconcile of a PacketCluster.
@@ -37,6 +44,9 @@ type ClusterScope struct {
 	PacketCluster *infrav1.PacketCluster
 	Packet        packet.Client
 	Credentials   Credentials
+	// ManagementCluster and AdoptLegacy are ClusterScopeParams'.
+	ManagementCluster string
+	AdoptLegacy       bool
 
 	patchHelper *patch.Helper
 }
@@ -51,7 +61,8 @@ func NewClusterScope(p ClusterScopeParams) (*ClusterScope, error) {
 		return nil, err
 	}
 	return &ClusterScope{Client: p.Client, Cluster: p.Cluster, PacketCluster: p.PacketCluster,
-		Packet: p.Packet, Credentials: p.Credentials, patchHelper: helper}, nil
+		Packet: p.Packet, Credentials: p.Credentials, ManagementCluster: p.ManagementCluster, AdoptLegacy: p.AdoptLegacy,
+		patchHelper: helper}, nil
 }
 
 // Name and Namespace are the PacketCluster's.

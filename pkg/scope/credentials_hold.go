@@ -5,13 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -41,10 +39,10 @@ func CredentialsFinalizer(name string) string {
 }
 
 // HoldCredentials puts the PacketCluster's finalizer on its credentials Secret, if it has a
-// credentialsRef and the Secret lacks it, together with clusterctl's move label: `clusterctl
-// move` takes a Secret along only when a moved object owns it or it carries that label, and an
-// owner reference would have Kubernetes delete the user's Secret with the last cluster using it.
-// creds come from ResolveCredentials, which read the Secret just now.
+// credentialsRef and the Secret lacks it. creds come from ResolveCredentials, which read the
+// Secret just now. It does not label the Secret for `clusterctl move`: a moved Secret is deleted
+// from the source, and other workloads may share it; its owner adds clusterctl's move label
+// (docs/clusterctl.md).
 //
 // The Secret held is recorded in the PacketCluster's CredentialsHeldAnnotation: credentialsRef may
 // change until the cluster has its endpoint, and the Secret held before is let go then, or its
@@ -63,22 +61,11 @@ func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketClu
 	}
 	pc.Annotations[CredentialsHeldAnnotation] = pc.Spec.CredentialsRef.Name
 	secret := creds.secret
-	_, labelled := secret.Labels[clusterctlv1.ClusterctlMoveLabel]
-	held := slices.Contains(secret.Finalizers, CredentialsFinalizer(pc.Name))
-	if labelled && held {
+	if slices.Contains(secret.Finalizers, CredentialsFinalizer(pc.Name)) {
 		return nil
 	}
 	base := secret.DeepCopy()
-	if !held {
-		secret.Finalizers = append(slices.Clone(secret.Finalizers), CredentialsFinalizer(pc.Name))
-	}
-	if !labelled {
-		secret.Labels = maps.Clone(secret.Labels)
-		if secret.Labels == nil {
-			secret.Labels = map[string]string{}
-		}
-		secret.Labels[clusterctlv1.ClusterctlMoveLabel] = ""
-	}
+	secret.Finalizers = append(slices.Clone(secret.Finalizers), CredentialsFinalizer(pc.Name))
 	return patchSecretMetadata(ctx, c, base, secret)
 }
 

@@ -37,6 +37,12 @@ type MachineScopeParams struct {
 	Credentials   Credentials
 	// APIReader reads the PacketMachine from the API server for IsCurrent; nil skips that.
 	APIReader client.Reader
+	// ManagementCluster is the identity of this management cluster (ManagementClusterIdentity),
+	// put on the machine's device; "" puts none on.
+	ManagementCluster string
+	// AdoptLegacy is ClusterScopeParams.AdoptLegacy: the machine may follow a device, and be
+	// given an elastic IP, that only the previous provider's name-only tag marks as the cluster's.
+	AdoptLegacy bool
 }
 
 // MachineScope is one reconcile of a PacketMachine.
@@ -48,6 +54,9 @@ type MachineScope struct {
 	PacketMachine *infrav1.PacketMachine
 	Packet        packet.Client
 	Credentials   Credentials
+	// ManagementCluster and AdoptLegacy are MachineScopeParams'.
+	ManagementCluster string
+	AdoptLegacy       bool
 
 	apiReader client.Reader
 	writer    *machineWriter
@@ -59,8 +68,9 @@ func NewMachineScope(p MachineScopeParams) (*MachineScope, error) {
 		return nil, errors.New("machine scope needs a client, a Cluster, a Machine, a PacketCluster and a PacketMachine")
 	}
 	return &MachineScope{Client: p.Client, Cluster: p.Cluster, Machine: p.Machine, PacketCluster: p.PacketCluster,
-		PacketMachine: p.PacketMachine, Packet: p.Packet, Credentials: p.Credentials, apiReader: p.APIReader,
-		writer: newMachineWriter(p.Client, p.PacketMachine)}, nil
+		PacketMachine: p.PacketMachine, Packet: p.Packet, Credentials: p.Credentials, ManagementCluster: p.ManagementCluster, AdoptLegacy: p.AdoptLegacy,
+		apiReader: p.APIReader,
+		writer:    newMachineWriter(p.Client, p.PacketMachine)}, nil
 }
 
 // Name and Namespace are the PacketMachine's.

@@ -47,6 +47,8 @@ type Client interface {
 	// ReinstallDevice reinstalls a device's operating system in place: same device, hardware
 	// and addresses; the disks are wiped. It boots the device's current user-data.
 	ReinstallDevice(ctx context.Context, id string, req ReinstallDeviceRequest) error
+	// TagDevice replaces the tags of a device.
+	TagDevice(ctx context.Context, id string, tags []string) error
 	// SetDeviceUserData replaces the user-data a device boots with (on its next install).
 	SetDeviceUserData(ctx context.Context, id, userData string) error
 

@@ -34,3 +34,12 @@ func (c *client) SetDeviceUserData(ctx context.Context, id, userData string) err
 		return resp, err
 	})
 }
+
+// TagDevice replaces the tags of a device.
+func (c *client) TagDevice(ctx context.Context, id string, tags []string) error {
+	tags = append([]string{}, tags...)
+	return c.do(ctx, "PUT /devices/{id}", func(api *packngo.Client) (resp *packngo.Response, err error) {
+		_, resp, err = api.Devices.Update(id, &packngo.DeviceUpdateRequest{Tags: &tags})
+		return resp, err
+	})
+}

@@ -99,7 +99,7 @@ func (s *Service) newRequest(userData string, keyIDs []string) *packet.CreateDev
 		Metro:            metro,
 		Facility:         facility,
 		UserData:         userData,
-		Tags:             deviceTags(sc.IdentityTags(), spec.Tags),
+		Tags:             infrav1.WithManagementCluster(deviceTags(sc.IdentityTags(), spec.Tags), sc.ManagementCluster),
 		AlwaysPXE:        spec.AlwaysPXE,
 		ProjectSSHKeyIDs: keyIDs,
 		PrivateIPv4Only:  !spec.Network.WantsPublicIPv4(),

@@ -204,5 +204,9 @@ func (s *Service) Reconcile(ctx context.Context) (*packet.Device, ctrl.Result, e
 	if dev == nil || err != nil {
 		return nil, res, err
 	}
+	if err := s.claim(ctx, dev); err != nil {
+		res, err := apistatus.Record(s.scope.PacketMachine, infrav1.DeviceReadyCondition, err, apistatus.SlowRetry)
+		return nil, res, err
+	}
 	return s.observe(dev)
 }

@@ -114,10 +114,11 @@ func (s *AssignService) Reconcile(ctx context.Context, dev *packet.Device) (ctrl
 // controller gives it (or the previous provider gave it).
 func (s *AssignService) reservation(ctx context.Context, address string) (*packet.IPReservation, error) {
 	cluster := s.scope.Cluster
-	for _, tag := range []string{
-		infrav1.ControlPlaneEndpointTag(cluster.Namespace, cluster.Name),
-		infrav1.LegacyClusterTag(cluster.Name),
-	} {
+	tags := []string{infrav1.ControlPlaneEndpointTag(cluster.Namespace, cluster.Name)}
+	if s.scope.AdoptLegacy {
+		tags = append(tags, infrav1.LegacyClusterTag(cluster.Name))
+	}
+	for _, tag := range tags {
 		ips, err := s.scope.Packet.FindIPReservationsByTags(ctx, s.scope.ProjectID(), tag)
 		if err != nil {
 			return nil, err

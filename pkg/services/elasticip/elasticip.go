@@ -61,6 +61,9 @@ func (s *Service) Ensure(ctx context.Context) (*endpoint.State, error) {
 	if err == nil && ip == nil && ep.Host != "" {
 		ip, err = s.adoptLegacy(ctx, ep.Host)
 	}
+	if err == nil && ip != nil {
+		err = s.claim(ctx, ip)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +102,11 @@ func (s *Service) Ensure(ctx context.Context) (*endpoint.State, error) {
 // Release releases the elastic IP unless the reclaim policy keeps it.
 func (s *Service) Release(ctx context.Context) error {
 	pc := s.scope.PacketCluster
-	if pc.Spec.ElasticIPReclaimPolicy == infrav1.ElasticIPReclaimRetain || pc.Spec.VIPManager == infrav1.EMLBVIPManager {
+	if pc.Spec.VIPManager == infrav1.EMLBVIPManager {
 		return nil
+	}
+	if pc.Spec.ElasticIPReclaimPolicy == infrav1.ElasticIPReclaimRetain {
+		return s.disown(ctx)
 	}
 	// Every reservation tagged for the endpoint is this provider's: the one in use and any
 	// duplicate a lost answer left behind.
@@ -174,8 +180,9 @@ func (s *Service) reserveInFlight() time.Duration {
 }
 
 // adoptLegacy takes over the previous Packet provider's reservation of a migrated cluster: one
-// tagged with the cluster's name only, and only if the cluster's endpoint already is its address.
-// Its tag has no namespace, so without that check a new cluster of the same name in another
+// tagged with the cluster's name only, and only if the cluster's endpoint already is its address
+// and the operator lets the namespace adopt the previous provider's objects. Its tag has no
+// namespace and the address is public, so otherwise a cluster of the same name in another
 // namespace would take (and on deletion release) someone else's address. The adopted reservation
 // gets this provider's tags, keeping the old one, which the workload cluster's CPEM may look it
 // up by; from then on find sees it.
@@ -189,6 +196,11 @@ func (s *Service) adoptLegacy(ctx context.Context, address string) (*packet.IPRe
 		ip := &ips[i]
 		if ip.Address != address {
 			continue
+		}
+		if !s.scope.AdoptLegacy {
+			record.Warnf(pc, "LegacyElasticIPNotAdopted", "Elastic IP %s (reservation %s) is the previous Packet provider's; "+
+				"its tag names no namespace, so it is adopted only where the operator allows it (--legacy-adoption-namespaces)", address, ip.ID)
+			return nil, nil
 		}
 		tags := append(append([]string{}, ip.Tags...),
 			infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name), infrav1.ClusterTag(pc.Namespace, s.scope.Cluster.Name))
@@ -206,10 +218,10 @@ func (s *Service) reserve(ctx context.Context) (*packet.IPReservation, error) {
 	pc := s.scope.PacketCluster
 	req := packet.ReserveIPRequest{
 		ProjectID: pc.Spec.ProjectID,
-		Tags: []string{
+		Tags: infrav1.WithManagementCluster([]string{
 			infrav1.ControlPlaneEndpointTag(pc.Namespace, s.scope.Cluster.Name),
 			infrav1.ClusterTag(pc.Namespace, s.scope.Cluster.Name),
-		},
+		}, s.scope.ManagementCluster),
 		FailOnApprovalRequired: true,
 	}
 	if pc.Spec.Metro != "" {

@@ -14,12 +14,14 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/test/e2e"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
@@ -74,8 +76,10 @@ var _ = Describe("clusterctl move of a running cluster to another management clu
 		ns := namespace.Name
 
 		By("a cluster with its own credentials Secret on the source")
+		// The Secret's owner labels it for clusterctl move: the provider never moves a Secret
+		// that other workloads may share.
 		Expect(bootstrapClusterProxy.GetClient().Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-packet"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-packet", Labels: map[string]string{clusterctlv1.ClusterctlMoveLabel: ""}},
 			StringData: map[string]string{"apiKey": sandbox.SimToken},
 		})).To(Succeed())
 		yaml := clusterctl.ConfigCluster(ctx, clusterctl.ConfigClusterInput{
@@ -127,8 +131,12 @@ var _ = Describe("clusterctl move of a running cluster to another management clu
 		countsAfter, err := sim.RouteCounts(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		reads, written := callsBetween(countsBefore, countsAfter)
-		Expect(written).To(BeEmpty(), "no Packet write while the cluster moves")
-		fmt.Fprintf(GinkgoWriter, "clusterctl move took %s; %d Packet reads meanwhile, no write\n", moveTook.Round(100*time.Millisecond), reads)
+		// The target, unpaused at the end of the move, may already be tagging what it now
+		// manages; nothing else is written.
+		delete(written, "PUT /devices/{id}")
+		delete(written, "PATCH /ips/{id}")
+		Expect(written).To(BeEmpty(), "no Packet write while the cluster moves but the target's management-cluster tags")
+		fmt.Fprintf(GinkgoWriter, "clusterctl move took %s; %d Packet reads meanwhile, no other write\n", moveTook.Round(100*time.Millisecond), reads)
 
 		By("the source holds nothing of the cluster, the target all of it")
 		src := bootstrapClusterProxy.GetClient()
@@ -137,13 +145,35 @@ var _ = Describe("clusterctl move of a running cluster to another management clu
 			Expect(meta.LenList(l)).To(BeZero(), "%T left on the source", l)
 		}
 		Expect(src.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-packet"}, &corev1.Secret{})).NotTo(Succeed(),
-			"the credentials Secret moved with the cluster (it carries clusterctl's move label)")
+			"the credentials Secret moved with the cluster (its owner gave it clusterctl's move label)")
 		dst := targetProxy.GetClient()
 		Expect(dst.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-packet"}, &corev1.Secret{})).To(Succeed())
 		framework.VerifyClusterAvailable(ctx, framework.VerifyClusterAvailableInput{Getter: dst, Name: name, Namespace: ns})
 		Eventually(func(g Gomega) {
 			after := packetMachines(dst, ns)
 			g.Expect(after).To(Equal(before), "every PacketMachine keeps its device")
+		}, "2m", "2s").Should(Succeed())
+		By("the devices and the elastic IP carry the target's management-cluster tag, not the source's: the source's janitor leaves them alone")
+		sourceID, err := scope.ManagementClusterIdentity(ctx, src)
+		Expect(err).NotTo(HaveOccurred())
+		targetID, err := scope.ManagementClusterIdentity(ctx, dst)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(targetID).NotTo(Equal(sourceID))
+		Eventually(func(g Gomega) {
+			ds, err := sim.Devices(ctx, infrav1.ClusterTag(ns, ""))
+			g.Expect(err).NotTo(HaveOccurred())
+			ips, err := sim.IPReservations(ctx, infrav1.ClusterTag(ns, ""))
+			g.Expect(err).NotTo(HaveOccurred())
+			tags := [][]string{}
+			for _, d := range ds {
+				tags = append(tags, d.Tags)
+			}
+			for _, ip := range ips {
+				tags = append(tags, ip.Tags)
+			}
+			g.Expect(tags).To(HaveLen(len(devicesBefore) + len(ipsBefore)))
+			g.Expect(tags).To(HaveEach(And(ContainElement(infrav1.ManagementClusterTag(targetID)),
+				Not(ContainElement(infrav1.ManagementClusterTag(sourceID))))))
 		}, "2m", "2s").Should(Succeed())
 		devicesAfter, ipsAfter, sessionsAfter := packetObjects(ns)
 		Expect(devicesAfter).To(Equal(devicesBefore))

@@ -202,16 +202,23 @@ func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.
 		!conditions.IsTrue(pc, infrav1.VLANReadyCondition) {
 		return res, err
 	}
-	if len(pc.Status.FailureDomains) == 0 {
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	due, next := failuredomains.Due(pc, now)
+	if due {
 		fds, err := failuredomains.Compute(ctx, s)
 		if err != nil {
 			return apistatus.Record(pc, apistatus.NoStep, err, apistatus.SlowRetry)
 		}
 		pc.Status.FailureDomains = fds
+		failuredomains.Computed(pc, now)
+		next = failuredomains.RefreshAfter
 	}
 	// The endpoint is set above, so it reaches Cluster API together with provisioned.
 	pc.Status.Initialization.Provisioned = ptr.To(true)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.ClusterScope) (ctrl.Result, error) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"time"
 
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -14,6 +15,35 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
+
+// RefreshAfter is how long a cluster's failure domains stand before they are computed again: a
+// metro gains or retires facilities, and the templates of a cluster, whose plans narrow its
+// facilities, come and go after it was provisioned.
+const RefreshAfter = time.Hour
+
+// ComputedAtAnnotation records on the PacketCluster when its failure domains were computed.
+const ComputedAtAnnotation = "packetcluster.infrastructure.cluster.x-k8s.io/failure-domains-computed-at"
+
+// Due reports whether the cluster's failure domains are to be computed now and, if not, how long
+// until they are.
+func Due(pc *infrav1.PacketCluster, now time.Time) (bool, time.Duration) {
+	at, err := time.Parse(time.RFC3339, pc.Annotations[ComputedAtAnnotation])
+	if err != nil || len(pc.Status.FailureDomains) == 0 {
+		return true, 0
+	}
+	if left := at.Add(RefreshAfter).Sub(now); left > 0 {
+		return false, left
+	}
+	return true, 0
+}
+
+// Computed records that the cluster's failure domains were computed at now.
+func Computed(pc *infrav1.PacketCluster, now time.Time) {
+	if pc.Annotations == nil {
+		pc.Annotations = map[string]string{}
+	}
+	pc.Annotations[ComputedAtAnnotation] = now.UTC().Format(time.RFC3339)
+}
 
 // Compute returns the failure domains of the cluster. A facility-pinned cluster has one: its
 // facility. A metro cluster has the metro's facilities, narrowed to those offering every plan

@@ -411,6 +411,31 @@ func (c *SimClient) DeviceAction(ctx context.Context, id, action string) error {
 	return c.do(ctx, http.MethodPost, "/metal/v1/devices/"+id+"/actions", map[string]string{"type": action}, nil)
 }
 
+// CreateDevice creates an on-demand c3.small.x86 device in the project, as another Packet user
+// or tool would, outside any cluster.
+func (c *SimClient) CreateDevice(ctx context.Context, hostname, metro string, tags []string) (*Device, error) {
+	d := &Device{}
+	return d, c.do(ctx, http.MethodPost, "/metal/v1/projects/"+c.ProjectID+"/devices", map[string]any{"hostname": hostname,
+		"plan": "c3.small.x86", "operating_system": "ubuntu_24_04", "metro": metro, "billing_cycle": "hourly", "tags": tags}, d)
+}
+
+// DeleteDevice deletes a device.
+func (c *SimClient) DeleteDevice(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/metal/v1/devices/"+id, nil, nil)
+}
+
+// ReserveIP reserves one public IPv4 address in the metro, with tags.
+func (c *SimClient) ReserveIP(ctx context.Context, metro string, tags []string) (*IP, error) {
+	ip := &IP{}
+	return ip, c.do(ctx, http.MethodPost, "/metal/v1/projects/"+c.ProjectID+"/ips", map[string]any{"type": "public_ipv4",
+		"quantity": 1, "metro": metro, "tags": tags, "fail_on_approval_required": true}, ip)
+}
+
+// ReleaseIP releases an IP reservation.
+func (c *SimClient) ReleaseIP(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/metal/v1/ips/"+id, nil, nil)
+}
+
 // Console returns a device's serial console, where the boot emulation says why a host did not
 // join its cluster.
 func (c *SimClient) Console(ctx context.Context, id string) (string, error) {

@@ -23,7 +23,7 @@ import (
 // (its endpoint address) and guesses the rest (device and VLAN numbers); the specs hand it the
 // IDs to make the attacks as strong as they can be.
 var _ = Describe("Two tenants on one project", func() {
-	It("keep each other's devices, load balancer and VLAN: remediation, adoption and VLAN attacks change nothing of the victim's", func(ctx SpecContext) {
+	It("keep each other's devices, load balancer, VLAN and migrated objects: remediation, adoption, VLAN and legacy-tag attacks change nothing of the victim's", func(ctx SpecContext) {
 		victim := testNamespace(ctx, "victim")
 		const prod = "prod"
 		By("the victim: an EMLB cluster with a VLAN of its own, Available")
@@ -79,18 +79,50 @@ var _ = Describe("Two tenants on one project", func() {
 				Network: &infrav1.ClusterNetwork{VLAN: infrav1.VLANReference{VXLAN: vxlan}}}})
 		expectClusterCondition(ctx, attacker, "vlan", infrav1.VLANReadyCondition, infrav1.VLANNotOwnedReason)
 
+		By("8: a cluster named like a migrated one, whose endpoint is its elastic IP, and a machine naming its device")
+		// What the previous provider left of a cluster "legacy": tags with its name, no namespace.
+		legacyTags := []string{infrav1.LegacyClusterTag("legacy")}
+		legacyDevice, err := sim.CreateDevice(ctx, "legacy-control-plane", pc.Spec.Metro, legacyTags)
+		Expect(err).NotTo(HaveOccurred())
+		legacyIP, err := sim.ReserveIP(ctx, pc.Spec.Metro, legacyTags)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(sim.DeleteDevice(ctx, legacyDevice.ID)).To(Succeed())
+			Expect(sim.ReleaseIP(ctx, legacyIP.ID)).To(Succeed())
+		})
+		newClusterFor(ctx, &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "legacy"},
+			Spec: infrav1.PacketClusterSpec{ProjectID: sandbox.SimProjectID, Metro: pc.Spec.Metro, VIPManager: infrav1.CPEMVIPManager,
+				ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: legacyIP.Address, Port: 6443}}})
+		expectClusterCondition(ctx, attacker, "legacy", infrav1.ControlPlaneEndpointReadyCondition, infrav1.UserSuppliedEndpointReason)
+		waitClusterProvisioned(ctx, attacker, "legacy")
+		newMachineNaming(ctx, attacker, "legacy", "legacy-thief", infrav1.ProviderIDPrefix+legacyDevice.ID)
+		Eventually(func(g Gomega) {
+			pm := &infrav1.PacketMachine{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: attacker, Name: "legacy-thief"}, pm)).To(Succeed())
+			g.Expect(conditions.GetReason(pm, infrav1.DeviceReadyCondition)).To(Equal(infrav1.DeviceNotOwnedReason))
+		}).WithContext(ctx).Should(Succeed())
+		devices = append(devices, legacyDevice.ID) // no write may reach it either
+		slices.Sort(devices)
+
 		By("deleting the attacker's clusters")
 		Expect(deleteClusters(ctx, attacker)).To(Succeed())
 
 		By("the victim's devices, load balancer and VLAN are as they were, and its cluster Available")
 		Eventually(func(g Gomega) {
-			var now []string
+			now := []string{legacyDevice.ID}
 			for _, d := range devicesOf(ctx, g, victim) {
 				now = append(now, d.ID)
 			}
 			slices.Sort(now)
 			g.Expect(now).To(Equal(devices), "same devices")
 		}).WithContext(ctx).Should(Succeed())
+		d, err := sim.Device(ctx, legacyDevice.ID)
+		Expect(err).NotTo(HaveOccurred(), "the migrated cluster's device is still there")
+		Expect(d.Tags).To(Equal(legacyTags))
+		ips, err := sim.IPReservations(ctx, legacyTags[0])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ips).To(ConsistOf(And(HaveField("ID", legacyIP.ID), HaveField("Tags", Equal(legacyTags)), HaveField("Assignments", BeEmpty()))),
+			"the migrated cluster's elastic IP, still reserved, neither adopted nor assigned to the attacker's device")
 		// The victim's cluster has no remediation of its own: any action on its devices, or a
 		// rewrite of their user-data, is the attacker's.
 		requests, err := sim.Requests(ctx)

@@ -373,7 +373,7 @@ IMAGE_ARCHIVE := $(IMAGE_DIR)/$(IMAGE_NAME)-$(IMAGE_TAG).oci.tar
 IMAGE_LDFLAGS := -s -w -X sigs.k8s.io/cluster-api-provider-packet/pkg/version.version=$(IMAGE_TAG)
 IMAGE_DESCRIPTION := Cluster API infrastructure provider for Packet (Equinix Metal)
 RELEASE_IMAGE_ARCHIVE := $(RELEASE_DIR)/$(notdir $(IMAGE_ARCHIVE))
-TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers private-network emlb remediation
+TEMPLATE_FLAVORS := default kube-vip crs-cni kube-vip-crs-cni topology flatcar spot-workers private-network emlb remediation raid
 # Flavours only Cluster API's e2e specs use (test/e2e/capi adds them to its clusterctl repository).
 TEST_TEMPLATE_FLAVORS := md-remediation kcp-remediation kcp-md-taints
 

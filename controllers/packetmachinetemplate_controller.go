@@ -129,7 +129,7 @@ func (r *PacketMachineTemplateReconciler) Reconcile(ctx context.Context, req ctr
 	}
 
 	plan := pmt.Spec.Template.Spec.MachineType
-	list, info, err := capacity.ForPlan(ctx, pclient, pc.Spec.ProjectID, plan)
+	machine, err := capacity.ForPlan(ctx, pclient, pc.Spec.ProjectID, plan)
 	var unknown *capacity.ErrUnknownPlan
 	if errors.As(err, &unknown) {
 		record.Warnf(pmt, "UnknownPlan", "%s; the autoscaler cannot scale this template from zero", err)
@@ -138,6 +138,8 @@ func (r *PacketMachineTemplateReconciler) Reconcile(ctx context.Context, req ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	warnIfStorageExceedsPlan(pmt, machine)
+	list, info := machine.Capacity, machine.NodeInfo
 	if reflect.DeepEqual(pmt.Status.Capacity, list) && pmt.Status.NodeInfo == info {
 		return ctrl.Result{}, nil
 	}
@@ -165,4 +167,15 @@ func (r *PacketMachineTemplateReconciler) clusterOf(ctx context.Context, pmt *in
 		return cluster, nil
 	}
 	return nil, nil
+}
+
+// warnIfStorageExceedsPlan says, before any machine is made of the template, that its disk
+// layout names more disks than the plan's servers have: the webhook cannot tell without the
+// catalogue, and Packet refuses the create of every machine of it.
+func warnIfStorageExceedsPlan(pmt *infrav1.PacketMachineTemplate, machine capacity.Machine) {
+	spec := pmt.Spec.Template.Spec
+	if spec.Storage != nil && machine.Drives > 0 && len(spec.Storage.Disks) > machine.Drives {
+		record.Warnf(pmt, "StorageExceedsPlan", "spec.template.spec.storage names %d disks; plan %s has %d: Packet refuses to create "+
+			"the device of every machine of this template", len(spec.Storage.Disks), spec.MachineType, machine.Drives)
+	}
 }

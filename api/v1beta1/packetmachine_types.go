@@ -122,6 +122,12 @@ type PacketMachineSpec struct {
 	// network wires the device's ports: port mode, VLANs, and whether it has a public IPv4.
 	// +optional
 	Network *MachineNetwork `json:"network,omitempty"`
+
+	// storage lays out the device's disks at creation: partitions, software RAID and
+	// filesystems, in Packet's custom partitioning and RAID shape (docs/storage.md). Without it
+	// Packet installs the operating system on its default layout of the plan.
+	// +optional
+	Storage *Storage `json:"storage,omitempty"`
 }
 
 // PacketMachineStatus defines the observed state of a PacketMachine.

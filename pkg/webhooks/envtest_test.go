@@ -253,6 +253,20 @@ var _ = Describe("Template webhooks", func() {
 		expectRejected(k8s.Create(ctx, t), "spec.template.spec.providerID", "must be empty in a template")
 	})
 
+	It("rejects, through the kube-apiserver, a PacketMachineTemplate whose RAID 1 array has one device", func() {
+		storage := &infrav1.Storage{
+			Disks: []infrav1.StorageDisk{{Device: "/dev/sda", Partitions: []infrav1.StoragePartition{{Label: "ROOT", Number: 1, Size: "0"}}}},
+			RAID:  []infrav1.StorageRAID{{Devices: []string{"/dev/sda1"}, Level: "1", Name: "/dev/md/ROOT"}},
+		}
+		t := &infrav1.PacketMachineTemplate{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "pmt-", Namespace: ns},
+			Spec: infrav1.PacketMachineTemplateSpec{Template: infrav1.PacketMachineTemplateResource{
+				Spec: infrav1.PacketMachineSpec{OS: "ubuntu_24_04", MachineType: "c3.small.x86", Storage: storage},
+			}},
+		}
+		expectRejected(k8s.Create(ctx, t), "spec.template.spec.storage.raid[0].devices", "RAID 1 needs at least 2 devices")
+	})
+
 	It("keeps a PacketClusterTemplate's spec immutable except for Cluster API's topology dry run", func() {
 		t := &infrav1.PacketClusterTemplate{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "pct-", Namespace: ns},

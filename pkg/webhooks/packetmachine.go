@@ -130,6 +130,7 @@ func ValidatePacketMachineSpec(spec *infrav1.PacketMachineSpec, path *field.Path
 		errs = append(errs, field.NotSupported(path.Child("network", "portMode"), spec.Network.PortMode, portModes))
 	}
 	errs = append(errs, validateMachineNetwork(spec.Network, path.Child("network"))...)
+	errs = append(errs, validateStorage(spec.Storage, path.Child("storage"))...)
 	return errs, warnings
 }
 
@@ -243,6 +244,9 @@ func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field
 	if !jsonEqual(o.CustomData, n.CustomData) {
 		errs = append(errs, field.Forbidden(path.Child("customData"), msg))
 	}
+	if !reflect.DeepEqual(o.Storage, n.Storage) {
+		errs = append(errs, field.Forbidden(path.Child("storage"), msg))
+	}
 	if all {
 		scalar("providerID", o.ProviderID, n.ProviderID)
 		scalar("metro", o.Metro, n.Metro)
@@ -267,7 +271,7 @@ func machineSpecChanges(oldSpec, newSpec *infrav1.PacketMachineSpec, path *field
 func withoutComparedFields(s *infrav1.PacketMachineSpec) *infrav1.PacketMachineSpec {
 	s = s.DeepCopy()
 	s.OS, s.BillingCycle, s.MachineType, s.IPXEUrl, s.HardwareReservationID = "", "", "", "", ""
-	s.AlwaysPXE, s.SSHKeys, s.CustomData = false, nil, nil
+	s.AlwaysPXE, s.SSHKeys, s.CustomData, s.Storage = false, nil, nil, nil
 	s.SpotInstance, s.SpotPriceMax = false, nil
 	s.ProviderID, s.Tags, s.Metro, s.Facility = "", nil, "", ""
 	return s

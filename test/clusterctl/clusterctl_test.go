@@ -278,6 +278,28 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 				Expect(mhc.Object["spec"]).To(HaveKeyWithValue("selector", HaveKeyWithValue("matchLabels", map[string]any{"pool": "worker-a"})))
 			}
 
+			storage := func(name string) map[string]any {
+				st, _, _ := unstructured.NestedMap(find(objs, "PacketMachineTemplate", name).Object, "spec", "template", "spec", "storage")
+				return st
+			}
+			if flavor == "raid" {
+				mounts := func(name string) []string {
+					var points []string
+					fss, _, _ := unstructured.NestedSlice(storage(name), "filesystems")
+					for _, fs := range fss {
+						point, _, _ := unstructured.NestedString(fs.(map[string]any), "mount", "point")
+						points = append(points, point)
+					}
+					return points
+				}
+				Expect(mounts("c1-control-plane")).To(Equal([]string{"/boot/efi", "/", "/var/lib/etcd"}), "etcd on an array of its own")
+				Expect(mounts("c1-worker-a")).To(Equal([]string{"/boot/efi", "/"}))
+				raid, _, _ := unstructured.NestedSlice(storage("c1-control-plane"), "raid")
+				Expect(raid).To(HaveEach(HaveKeyWithValue("level", "1")))
+			} else if flavor != "topology" {
+				Expect(storage("c1-control-plane")).To(BeNil(), "the plan's default layout")
+			}
+
 			if flavor == "private-network" {
 				network := func(name string) map[string]any {
 					n, _, _ := unstructured.NestedMap(find(objs, "PacketMachineTemplate", name).Object, "spec", "template", "spec", "network")
@@ -314,6 +336,7 @@ var _ = Describe("clusterctl v1.14.2 with the local repository", func() {
 		Entry("spot-workers", "spot-workers", "CPEM", false),
 		Entry("private-network (cluster VLAN, hybrid-bonded)", "private-network", "CPEM", false),
 		Entry("emlb (Equinix Metal Load Balancer, no CPEM)", "emlb", "EMLB", false),
+		Entry("raid (RAID 1 root, etcd on an array of its own)", "raid", "CPEM", false),
 	)
 
 	It("lets the provider's webhooks reject a bad rendering in the same dry run", func() {

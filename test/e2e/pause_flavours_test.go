@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func flavours() []string {
 var _ = Describe("Template flavours", func() {
 	It("finds the flavours in the provider's repository", func() {
 		Expect(flavours()).To(ContainElement(""), "cluster-template.yaml is in the repository")
-		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar", "private-network", "emlb", "remediation"))
+		Expect(flavours()).To(ContainElements("kube-vip", "topology", "flatcar", "private-network", "emlb", "remediation", "raid"))
 	})
 	// Every flavour at once, each in a namespace of its own: the clusters come up and go away
 	// side by side, which is also what a management cluster serving several teams sees.
@@ -134,6 +135,9 @@ var _ = Describe("Template flavours", func() {
 			expectNodesMatchMachines(ctx, a.ns, a.name)
 			if a.flavour == "private-network" {
 				expectPrivateNetwork(ctx, a.ns, a.name, infraName)
+			}
+			if a.flavour == "raid" {
+				expectRAIDLayout(ctx, a.ns, a.name)
 			}
 		}
 		By("deleting every flavour's Cluster")
@@ -181,4 +185,26 @@ func expectPrivateNetwork(ctx context.Context, ns, cluster, packetCluster string
 		}
 	}
 	Expect(workers).To(Equal(1))
+}
+
+// expectRAIDLayout checks that the raid flavour's devices were created with its layout and that
+// their hosts mounted it: etcd's data on an array of its own on the control plane only.
+func expectRAIDLayout(ctx context.Context, ns, cluster string) {
+	devices, err := sim.Devices(ctx, infrav1.ClusterTag(ns, cluster))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(devices).To(HaveLen(2))
+	for _, summary := range devices {
+		d, err := sim.Device(ctx, summary.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(d.Storage)).To(ContainSubstring(`"name":"/dev/md/ROOT"`), "device %s has the flavour's layout", d.Hostname)
+		console, err := sim.Console(ctx, d.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(console).To(ContainSubstring("mount: /dev/md/ROOT on / type ext4"))
+		etcd := ContainSubstring("mount: /dev/md/ETCD on /var/lib/etcd type ext4")
+		if slices.Contains(d.Tags, infrav1.RoleTag(true)) {
+			Expect(console).To(etcd, "control plane %s", d.Hostname)
+		} else {
+			Expect(console).NotTo(etcd, "worker %s", d.Hostname)
+		}
+	}
 }

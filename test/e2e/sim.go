@@ -43,6 +43,8 @@ type Device struct {
 	SpotPriceMax    float64 `json:"spot_price_max"`
 	TerminationTime *string `json:"termination_time"`
 	Ports           []Port  `json:"network_ports"`
+	// Storage is the custom partitioning and RAID document the device was created with.
+	Storage json.RawMessage `json:"storage"`
 }
 
 // Port is a device's network port with the VLANs it carries.

@@ -21,6 +21,7 @@ type planJSON struct {
 	Specs       struct {
 		CPUs   []specItem `json:"cpus"`
 		GPUs   []specItem `json:"gpu"`
+		Drives []specItem `json:"drives"`
 		Memory struct {
 			Total string `json:"total"`
 		} `json:"memory"`
@@ -52,6 +53,9 @@ func (c *client) ListPlans(ctx context.Context, projectID string) ([]Plan, error
 		plan.CPUs = cpuCores(p.Specs.CPUs, p.Description)
 		for _, gpu := range p.Specs.GPUs {
 			plan.GPUs += gpu.Count
+		}
+		for _, drive := range p.Specs.Drives {
+			plan.Drives += drive.Count
 		}
 		for _, m := range p.AvailableInMetros {
 			plan.AvailableInMetros = append(plan.AvailableInMetros, m.Code)

@@ -2,6 +2,8 @@ package packet
 
 import (
 	"context"
+	"encoding/json"
+	"path"
 	"slices"
 
 	"github.com/packethost/packngo"
@@ -81,10 +83,15 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 	if req.PrivateIPv4Only {
 		create.IPAddresses = []packngo.IPAddressCreateRequest{{AddressFamily: 4, Public: false}}
 	}
-	var d *packngo.Device
-	sent, err := c.doObserved(ctx, "POST /projects/{id}/devices", func(api *packngo.Client) (resp *packngo.Response, err error) {
-		d, resp, err = api.Devices.Create(create)
-		return resp, err
+	// packngo's storage type has the filesystem options under mount.create, the published spec
+	// under mount: the document goes in the spec's shape, over packngo's field of that name.
+	body := struct {
+		*packngo.DeviceCreateRequest
+		Storage json.RawMessage `json:"storage,omitempty"`
+	}{create, req.Storage}
+	d := &packngo.Device{}
+	sent, err := c.doObserved(ctx, "POST /projects/{id}/devices", func(api *packngo.Client) (*packngo.Response, error) {
+		return api.DoRequest("POST", path.Join("/projects", req.ProjectID, "devices"), body, d)
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,9 @@
 package packet
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The provider's own view of Packet objects: only what the controllers use, so that no packngo
 // type leaks past this package.
@@ -89,6 +92,9 @@ type CreateDeviceRequest struct {
 	SpotPriceMax float64
 	// PrivateIPv4Only creates the device with a private IPv4 and no public address.
 	PrivateIPv4Only bool
+	// Storage is the custom partitioning and RAID document, in the Metal API's Storage shape,
+	// sent as it is; nil for the plan's default layout.
+	Storage json.RawMessage
 }
 
 // IPReservation is a block of reserved IP addresses, such as an elastic IP.
@@ -150,6 +156,8 @@ type Plan struct {
 	MemoryBytes int64
 	// GPUs is the number of GPUs, 0 for most plans.
 	GPUs int
+	// Drives is the number of disks.
+	Drives int
 	// Architecture is the Kubernetes name of the CPU architecture (amd64, arm64).
 	Architecture string
 	// AvailableInMetros are the codes of the metros that offer the plan.

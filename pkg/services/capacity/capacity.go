@@ -24,11 +24,19 @@ func (e *ErrUnknownPlan) Error() string {
 	return fmt.Sprintf("plan %q is not in the project's plan catalogue", e.Plan)
 }
 
-// ForPlan returns the capacity and node info of a machine of plan.
-func ForPlan(ctx context.Context, c packet.Client, projectID, plan string) (corev1.ResourceList, infrav1.NodeInfo, error) {
+// Machine is what a machine of a plan offers.
+type Machine struct {
+	Capacity corev1.ResourceList
+	NodeInfo infrav1.NodeInfo
+	// Drives is how many disks it has, for a storage layout to name at most.
+	Drives int
+}
+
+// ForPlan returns what a machine of plan offers, from the project's plan catalogue.
+func ForPlan(ctx context.Context, c packet.Client, projectID, plan string) (Machine, error) {
 	plans, err := c.ListPlans(ctx, projectID)
 	if err != nil {
-		return nil, infrav1.NodeInfo{}, err
+		return Machine{}, err
 	}
 	for _, p := range plans {
 		if p.Slug != plan {
@@ -45,7 +53,7 @@ func ForPlan(ctx context.Context, c packet.Client, projectID, plan string) (core
 			list[GPUResource] = *resource.NewQuantity(int64(p.GPUs), resource.DecimalSI)
 		}
 		info := infrav1.NodeInfo{Architecture: infrav1.Architecture(p.Architecture), OperatingSystem: "linux"}
-		return list, info, nil
+		return Machine{Capacity: list, NodeInfo: info, Drives: p.Drives}, nil
 	}
-	return nil, infrav1.NodeInfo{}, &ErrUnknownPlan{Plan: plan}
+	return Machine{}, &ErrUnknownPlan{Plan: plan}
 }

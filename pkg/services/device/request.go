@@ -2,6 +2,7 @@ package device
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -115,6 +116,10 @@ func (s *Service) newRequest(userData string, keyIDs []string) *packet.CreateDev
 	}
 	if spec.CustomData != nil && len(spec.CustomData.Raw) > 0 {
 		req.CustomData = string(spec.CustomData.Raw)
+	}
+	if spec.Storage != nil {
+		// The API type is the Metal API's Storage schema field for field: it cannot fail.
+		req.Storage, _ = json.Marshal(spec.Storage)
 	}
 	return req
 }

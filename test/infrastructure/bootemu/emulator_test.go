@@ -2,6 +2,7 @@ package bootemu
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -384,5 +385,39 @@ func TestReinstallBootsTheUserDataAgain(t *testing.T) {
 	}
 	if !strings.Contains(e.console(w), "reinstall:") {
 		t.Fatalf("the console does not show the reinstall:\n%s", e.console(w))
+	}
+}
+
+// A device created with a storage layout boots with its arrays assembled and its filesystems
+// mounted, as its console says.
+func TestAHostReportsTheArraysAndMountsOfItsStorageLayout(t *testing.T) {
+	e := newEnv(t)
+	var cpr packngo.CPR
+	if err := json.Unmarshal([]byte(`{"disks":[
+		{"device":"/dev/sda","partitions":[{"label":"ROOTA","number":1,"size":"32G"},{"label":"ETCDA","number":2,"size":"0"}]},
+		{"device":"/dev/sdb","partitions":[{"label":"ROOTB","number":1,"size":"32G"},{"label":"ETCDB","number":2,"size":"0"}]}],
+		"raid":[{"devices":["/dev/sda1","/dev/sdb1"],"level":"1","name":"/dev/md/ROOT"},
+		        {"devices":["/dev/sda2","/dev/sdb2"],"level":"1","name":"/dev/md/ETCD"}],
+		"filesystems":[{"mount":{"device":"/dev/md/ROOT","format":"ext4","point":"/"}},
+		               {"mount":{"device":"/dev/md/ETCD","format":"ext4","point":"/var/lib/etcd"}}]}`), &cpr); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := e.metal.Devices.Create(&packngo.DeviceCreateRequest{Hostname: "raid", Plan: "c3.small.x86", Metro: "sv",
+		OS: "ubuntu_24_04", ProjectID: packetsim.DefaultProjectID, UserData: "#cloud-config\nruncmd: [echo hi]\n", Storage: &cpr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.settle(boot)
+	console := e.console(d.ID)
+	for _, want := range []string{"md: /dev/md/ETCD: raid1 of /dev/sda2 /dev/sdb2, active",
+		"mount: /dev/md/ROOT on / type ext4", "mount: /dev/md/ETCD on /var/lib/etcd type ext4"} {
+		if !strings.Contains(console, want) {
+			t.Errorf("console lacks %q:\n%s", want, console)
+		}
+	}
+	plain := e.createDevice("plain", "#cloud-config\nruncmd: [echo hi]\n")
+	e.settle(boot)
+	if c := e.console(plain); strings.Contains(c, "mount:") {
+		t.Errorf("a device on the plan's default layout reports mounts:\n%s", c)
 	}
 }

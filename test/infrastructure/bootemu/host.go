@@ -93,6 +93,7 @@ func notRun(programs []string, run []Script) []string {
 // firstBoot reads the user-data of a device that just became active.
 func (e *Emulator) firstBoot(d *packetsim.Device) *host {
 	h := &host{deviceID: d.ID, projectID: d.ProjectID, events: len(d.Events), state: d.State}
+	e.mounts(h, d)
 	e.console(h, "cloud-init: reading user-data (%d bytes)", len(d.UserData))
 	b, err := ParseUserData(d.UserData, Identity{DeviceID: d.ID, Hostname: d.Hostname})
 	if err != nil {

@@ -2,6 +2,7 @@ package packetsim_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -182,6 +183,26 @@ var _ = Describe("device fidelity", func() {
 		Expect(got.Storage.Filesystems[0].Mount.Point).To(Equal("/"))
 		Expect(e.createDevice().Storage).To(BeNil(), "no layout, no storage")
 	})
+
+	DescribeTable("refuses, with a 422 saying what is wrong, a storage layout the plan's servers cannot have",
+		func(doc string, says string) {
+			var cpr packngo.CPR
+			Expect(json.Unmarshal([]byte(doc), &cpr)).To(Succeed())
+			_, _, err := e.client.Devices.Create(&packngo.DeviceCreateRequest{Hostname: "node-1", Plan: "c3.small.x86", Metro: "sv",
+				OS: "ubuntu_22_04", ProjectID: projectID, Storage: &cpr})
+			status, msgs := apiError(err)
+			Expect(status).To(Equal(http.StatusUnprocessableEntity))
+			Expect(msgs).To(ContainElement(ContainSubstring(says)))
+		},
+		Entry("more disks than c3.small.x86's two", `{"disks":[{"device":"/dev/sda"},{"device":"/dev/sdb"},{"device":"/dev/sdc"}]}`,
+			"Storage names 3 disks; plan c3.small.x86 has 2"),
+		Entry("RAID 1 over one partition", `{"disks":[{"device":"/dev/sda","partitions":[{"label":"ROOT","number":1,"size":"0"}]}],
+			"raid":[{"devices":["/dev/sda1"],"level":"1","name":"/dev/md/ROOT"}]}`, "level 1 needs at least 2 devices, got 1"),
+		Entry("a filesystem on no declared device", `{"disks":[{"device":"/dev/sda","partitions":[{"label":"ROOT","number":1,"size":"0"}]}],
+			"filesystems":[{"mount":{"device":"/dev/sda2","format":"ext4","point":"/"}}]}`, "/dev/sda2 is not a declared partition or RAID array"),
+		Entry("a size that does not parse", `{"disks":[{"device":"/dev/sda","partitions":[{"label":"ROOT","number":1,"size":"lots"}]}]}`,
+			`invalid size "lots"`),
+	)
 
 	It("relates project events to their device, also after it is deleted", func() {
 		d := e.createDevice()

@@ -60,19 +60,6 @@ func parseCustomData(raw json.RawMessage) (map[string]any, error) {
 	return out, nil
 }
 
-// parseStorage keeps a custom partitioning and RAID layout (CPR) as sent: Packet returns it
-// as the device's storage. It must be an object.
-func parseStorage(raw json.RawMessage) (json.RawMessage, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, errorf(http.StatusUnprocessableEntity, "Storage must be a JSON object")
-	}
-	return append(json.RawMessage(nil), raw...), nil
-}
-
 func parseFacilities(raw json.RawMessage) ([]string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -212,7 +199,7 @@ func (s *Server) buildDevice(r *http.Request, projectID string, req *deviceCreat
 	if err := s.validateDeviceCreate(req, choice); err != nil {
 		return nil, err
 	}
-	parsed, err := parseDeviceCreate(req, choice.os, now)
+	parsed, err := parseDeviceCreate(req, choice, now)
 	if err != nil {
 		return nil, err
 	}
@@ -317,16 +304,16 @@ type parsedDeviceCreate struct {
 
 // parseDeviceCreate parses a create's customdata, ip_addresses, storage and spot bid, and checks
 // the spot bid, termination time and tags.
-func parseDeviceCreate(req *deviceCreateRequest, o *osEntry, now time.Time) (parsedDeviceCreate, error) {
+func parseDeviceCreate(req *deviceCreateRequest, choice deviceChoice, now time.Time) (parsedDeviceCreate, error) {
 	var p parsedDeviceCreate
 	var err error
 	if p.customData, err = parseCustomData(req.CustomData); err != nil {
 		return p, err
 	}
-	if p.managementIPs, err = planManagementIPs(req.IPAddresses, o, req.PublicIPv4SubnetSize, true); err != nil {
+	if p.managementIPs, err = planManagementIPs(req.IPAddresses, choice.os, req.PublicIPv4SubnetSize, true); err != nil {
 		return p, err
 	}
-	if p.storage, err = parseStorage(req.Storage); err != nil {
+	if p.storage, err = validateStorage(req.Storage, choice.plan); err != nil {
 		return p, err
 	}
 	if p.spotMax, err = parseFloat(req.SpotPriceMax); err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // ParseHardwareReservationIDs parses PacketMachineSpec.HardwareReservationID. It is the one parser
@@ -50,29 +52,10 @@ func ParseHardwareReservationIDs(s string) (ids []string, nextAvailable bool, er
 }
 
 // IsUUID reports whether s is a UUID in the canonical 8-4-4-4-12 hexadecimal form that the Packet
-// API uses for every object ID (either letter case).
+// API uses for every object ID (either letter case); uuid.Validate alone also takes the braced,
+// urn: and undashed forms.
 func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !isHexDigit(c) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func isHexDigit(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+	return len(s) == 36 && uuid.Validate(s) == nil
 }
 
 func truncate(s string, n int) string {

@@ -67,6 +67,8 @@ func TestIsUUID(t *testing.T) {
 	for s, want := range map[string]bool{
 		uuidA: true, strings.ToUpper(uuidB): true, "": false, uuidA + "0": false,
 		"3fa85f64_5717-4562-b3fc-2c963f66afa6": false, "3fa85f64-5717-4562-b3fc-2c963f66afg6": false,
+		// Forms uuid.Validate takes that Packet IDs never have.
+		"{" + uuidA + "}": false, "urn:uuid:" + uuidA: false, strings.ReplaceAll(uuidA, "-", ""): false,
 	} {
 		if got := infrav1.IsUUID(s); got != want {
 			t.Errorf("IsUUID(%q) = %v, want %v", s, got, want)

@@ -2,11 +2,8 @@ package v1beta1
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
-
-var deviceIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // ProviderID returns the provider ID of a device: equinixmetal://<device UUID>.
 func ProviderID(deviceID string) string { return ProviderIDPrefix + deviceID }
@@ -21,7 +18,7 @@ func ParseProviderID(providerID string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("provider ID %q does not start with %s", providerID, ProviderIDPrefix)
 	}
-	if !deviceIDPattern.MatchString(id) {
+	if !IsUUID(id) {
 		return "", fmt.Errorf("provider ID %q does not end in a device UUID", providerID)
 	}
 	return strings.ToLower(id), nil

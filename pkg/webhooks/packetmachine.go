@@ -280,11 +280,8 @@ func withoutComparedFields(s *infrav1.PacketMachineSpec) *infrav1.PacketMachineS
 // isProviderID reports whether s is equinixmetal://<device UUID>, or packet://<device UUID> as the
 // provider's first versions wrote it.
 func isProviderID(s string) bool {
-	id, ok := strings.CutPrefix(s, infrav1.ProviderIDPrefix)
-	if !ok {
-		id, ok = strings.CutPrefix(s, "packet://")
-	}
-	return ok && infrav1.IsUUID(id)
+	_, err := infrav1.ParseProviderID(s)
+	return err == nil
 }
 
 // shorten keeps an error about a long value readable.

@@ -7,9 +7,10 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Error texts the provider's controllers match on. Keep them exact; the
@@ -130,9 +131,9 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-var uuidPattern = regexp.MustCompile(`^[a-fA-F0-9]{8}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{12}$`)
-
-func isUUID(s string) bool { return len(s) == 36 && uuidPattern.MatchString(s) }
+// isUUID takes the canonical form only: uuid.Validate alone also takes the braced, urn: and
+// undashed ones, which Packet answers with a 404 like any other non-UUID.
+func isUUID(s string) bool { return len(s) == 36 && uuid.Validate(s) == nil }
 
 // pathID returns the {name} path value, lower-cased. Non-UUIDs are answered
 // with 404, as the API cannot find them.

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -23,10 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	utilyaml "sigs.k8s.io/cluster-api/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -135,21 +134,20 @@ func (s *Sandbox) applyDir(ctx context.Context, dir string) error {
 
 // DecodeYAML splits a multi-document YAML stream into objects (empty documents are skipped).
 func DecodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
+	objs, err := utilyaml.ToUnstructured(data)
+	if err != nil {
+		// Cluster API's message quotes the whole document, which may be a Secret: keep which
+		// document it was, and the parser's reason, without it.
+		msg, _, _ := strings.Cut(err.Error(), ": \"")
+		return nil, errors.New(msg)
 	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for i := range objs {
+		if len(objs[i].Object) > 0 {
+			out = append(out, &objs[i])
+		}
+	}
+	return out, nil
 }
 
 // Apply server-side applies one object as field manager "sandbox".

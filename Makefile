@@ -106,12 +106,31 @@ verify-gen: generate ## Regenerate and fail if any generated file differs from w
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml.
 	$(GOLANGCI_LINT) run ./...
 
+.PHONY: lint-fix
+lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and let it fix what it can (formatting, imports, misspellings).
+	$(GOLANGCI_LINT) run --fix ./...
+
+.PHONY: verify-modules
+verify-modules: ## Fail if go.mod and go.sum of the module or of a tools module under hack/tools are not tidy.
+	go mod tidy -diff
+	@for m in hack/tools/*/; do echo "go mod tidy -diff ($$m)"; (cd $$m && go mod tidy -diff) || exit 1; done
+
+.PHONY: verify
+verify: verify-gen lint verify-modules ## What CI checks before the tests: generated files, lint, tidy modules.
+
 ##@ Testing
 
 .PHONY: test
 test: envtest-bins $(CLUSTERCTL) ## Unit and envtest suites (real kube-apiserver + etcd, the simulator over HTTP, clusterctl); see test-all.
 	@echo "envtest binaries: $$($(KUBE_APISERVER) --version), $$($(ETCD) --version | head -n 1)"
 	go test $(GO_TEST_FLAGS) $(TEST_PKGS)
+
+.PHONY: test-cover
+test-cover: envtest-bins $(CLUSTERCTL) ## make test with coverage of every package: out/coverage.out, and the total and per-function figures in out/coverage.txt.
+	@mkdir -p $(ROOT)/out
+	go test -coverpkg=./... -coverprofile=$(ROOT)/out/coverage.out $(TEST_PKGS)
+	go tool cover -func=$(ROOT)/out/coverage.out > $(ROOT)/out/coverage.txt
+	@tail -n 1 $(ROOT)/out/coverage.txt
 
 .PHONY: test-all
 test-all: test fuzz test-image soak-ci tilt-ci test-e2e ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and both e2e suites (CI runs this).

@@ -1,7 +1,8 @@
 // Package controllers holds the provider's reconcilers. They are thin: each runs Cluster API's
 // canonical preamble in this order — get the object, find its owner, ensure the finalizer, set
-// the Paused condition (and stop while paused), then build a scope whose patch helper patches
-// the object once on the way out — and hands the work to the services in pkg/services.
+// the Paused condition (and stop while paused), then build a scope that writes the object once
+// on the way out (Cluster API's patch helper for a PacketCluster, the scope's own writer for a
+// PacketMachine) — and hands the work to the services in pkg/services, one per Packet resource.
 // docs/architecture.md follows each reconcile down to the Packet call.
 package controllers
 

@@ -7,30 +7,15 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
 
-// layout is what the host's disks were laid out as: Packet made the arrays and filesystems of
-// the device's storage document before it installed the operating system.
-type layout struct {
-	Raid []struct {
-		Devices []string `json:"devices"`
-		Level   string   `json:"level"`
-		Name    string   `json:"name"`
-	} `json:"raid"`
-	Filesystems []struct {
-		Mount struct {
-			Device string `json:"device"`
-			Format string `json:"format"`
-			Point  string `json:"point"`
-		} `json:"mount"`
-	} `json:"filesystems"`
-}
-
 // mounts prints the host's arrays and mounted filesystems to its console, as mdadm and mount
 // would report them at boot; nothing when the device has Packet's default layout.
 func (e *Emulator) mounts(h *host, d *packetsim.Device) {
 	if len(d.Storage) == 0 {
 		return
 	}
-	var l layout
+	// Packet made the arrays and filesystems of the device's document before it installed the
+	// operating system.
+	var l packetsim.StorageLayout
 	if err := json.Unmarshal(d.Storage, &l); err != nil {
 		e.console(h, "storage: the device's layout is unreadable: %v", err)
 		return

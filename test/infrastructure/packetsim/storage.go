@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// storageDoc is the custom partitioning and RAID document of a device create, in the Metal API
-// spec's Storage shape. Fields it does not know (packngo's mount.create) are let through, as
-// Packet lets them.
-type storageDoc struct {
+// StorageLayout is the custom partitioning and RAID document of a device create, in the Metal
+// API spec's Storage shape, as far as the simulator and the boot emulation read it. Fields it
+// does not know (packngo's mount.create) are let through, as Packet lets them.
+type StorageLayout struct {
 	Disks []struct {
 		Device     string `json:"device"`
 		Partitions []struct {
@@ -47,7 +47,7 @@ func validateStorage(raw json.RawMessage, plan *planEntry) (json.RawMessage, err
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var doc storageDoc
+	var doc StorageLayout
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, errorf(http.StatusUnprocessableEntity, "Storage is not a valid custom partitioning and RAID document: "+err.Error())
 	}

@@ -336,6 +336,9 @@ func ExpectSpecConformance(ctx context.Context, c *SimClient, w io.Writer) error
 		return fmt.Errorf("the simulator ran without the Metal API spec check")
 	}
 	fmt.Fprintln(w, rep.Summary())
+	for _, f := range rep.Requests {
+		fmt.Fprintf(w, "  request off the spec (accepted): %s (%d×)\n", f.Finding, f.Count)
+	}
 	return rep.Err()
 }
 

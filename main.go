@@ -251,8 +251,8 @@ func run(opts *options) error {
 // and which of the kube-apiserver's warnings it logs. Like Cluster API's own managers it drops
 // the warning that a finalizer name has no path: this provider's are the previous provider's
 // names, kept so that its objects are still released, and the warning comes with every write
-// that adds one — a log line per machine created (10,010 of 10,038 lines at 10,000 machines).
-// Other warnings are logged.
+// that adds one — a log line per machine created, nearly the whole log of a fleet. Other
+// warnings are logged.
 func configureClient(cfg *rest.Config, opts *options, log logr.Logger) {
 	cfg.QPS = opts.restConfigQPS
 	cfg.Burst = opts.restConfigBurst

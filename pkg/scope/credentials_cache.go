@@ -16,9 +16,8 @@ import (
 
 // CredentialsCache keeps the credentials read from each cluster's Secret for as long as the
 // Secret is unchanged. Secrets are read from the API server, never cached whole (see
-// controllers.ClientOptions), so resolving a credentialsRef cost a request per reconcile: about
-// six per machine, through the manager's Kubernetes rate limit, which a fleet of machines shares
-// with its writes. The manager's metadata-only watch of Secrets tells a Secret's UID and
+// controllers.ClientOptions), so resolving a credentialsRef would cost a request per reconcile,
+// through the manager's Kubernetes rate limit, which a fleet of machines shares with its writes. The manager's metadata-only watch of Secrets tells a Secret's UID and
 // resourceVersion without a request; equal ones mean the same contents.
 //
 // Only the machine controller uses it. The cluster controller holds the Secret with a finalizer

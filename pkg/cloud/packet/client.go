@@ -285,9 +285,8 @@ func (c *client) doObserved(ctx context.Context, operation string, call func(api
 
 // shortRateLimitPause is the longest pause after a 429 that callers wait out, as they wait for
 // the client's own limiter, instead of failing at once. Packet's usual Retry-After is a second:
-// failing every call meanwhile had each machine that happened to reconcile record the 429 in its
-// conditions, and write them twice (bench, N = 100: one 429 cost the fleet about 20 writes).
-// The call that received the 429 still reports it.
+// failing every call meanwhile would have each machine that happens to reconcile record the 429
+// in its conditions, and write them twice. The call that received the 429 still reports it.
 const shortRateLimitPause = 2 * time.Second
 
 // pause waits d, and reports false if ctx ends first.

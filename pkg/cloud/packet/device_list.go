@@ -12,10 +12,9 @@ import (
 // listedDevice is what the provider reads of a device: the fields of Device, and no others. The
 // device snapshot decodes its lists straight into it; toDevice converts packngo's Device through
 // it, so both end up alike. A list of a thousand devices is several megabytes of JSON, and decoding
-// it is most of a busy manager's CPU (profiled at N = 1000: 53%). Into packngo's Device, whose
-// nested plan, operating system, ports and addresses are decoded in full, one such list takes
-// about 228,000 allocations and 13.4 MB; into this, 26,000 and 1.4 MB, and 40% less time
-// (BenchmarkDecodeDeviceList).
+// it is most of a busy manager's CPU; packngo's Device decodes the nested plan, operating system,
+// ports and addresses in full, this type only what the provider reads, in a tenth of the
+// allocations (BenchmarkDecodeDeviceList; figures in docs/performance.md).
 type listedDevice struct {
 	ID                  string             `json:"id"`
 	Hostname            string             `json:"hostname"`
@@ -77,10 +76,10 @@ type devicesPage struct {
 
 // getPage asks for one page of devices at path and decodes it into page, returning the page's
 // size in bytes. packngo would decode the answer as it arrives, with a json.Decoder that grows
-// its buffer by doubling: for a page of a thousand devices (4–5 MB) that growth, its
-// clearing and copying, and the many small reads were over a third of the snapshot's refresh (a
-// 150 s profile at N = 1000: 1.8 of 4.7 s). The page is read whole into a buffer of the size the
-// caller expects, a little more, and decoded in one go (BenchmarkGetDevicePage).
+// its buffer by doubling: for a page of a thousand devices (megabytes) that growth, its clearing
+// and copying, and the many small reads take much of the snapshot's refresh. The page is read
+// whole into a buffer of the size the caller expects, a little more, and decoded in one go
+// (BenchmarkGetDevicePage; figures in docs/performance.md).
 func getPage(api *packngo.Client, path string, sizeHint int, page *devicesPage) (*packngo.Response, int, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, sizeHint+sizeHint/8+bytes.MinRead))
 	// packngo copies the body of a successful answer into a Writer instead of decoding it.

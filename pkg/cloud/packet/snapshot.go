@@ -32,12 +32,12 @@ import (
 
 const (
 	// DefaultSnapshotMaxAge is how old a snapshot may be and still answer; see Options. A list
-	// of a thousand devices is several megabytes to decode; at 1 s, a provisioning fleet had
-	// one decoded about every second.
+	// of a thousand devices is several megabytes to decode, and a provisioning fleet always has
+	// a look waiting for the next one.
 	DefaultSnapshotMaxAge = 2 * time.Second
 	// maxPageSize is Packet's largest page: 1000 devices cost one request.
 	maxPageSize = 1000
-	// maxSnapshotDevices bounds a snapshot. A bigger project is polled by ID, as before.
+	// maxSnapshotDevices bounds a snapshot. A bigger project is polled by ID.
 	maxSnapshotDevices = 10 * maxPageSize
 	// snapshotIdleTTL is how long an unused snapshot is kept.
 	snapshotIdleTTL = 5 * time.Minute
@@ -49,9 +49,8 @@ const (
 // SnapshotMaxAge is how old a project's device list may be for a client of qps requests a
 // second: DefaultSnapshotMaxAge, or longer where a list every DefaultSnapshotMaxAge would take
 // more than snapshotBudgetShare of the budget. While a fleet provisions something always waits
-// for the next list; at 2 requests a second, lists every 2 s took nearly a quarter of a key's
-// budget from its creates (3,593 lists in the 12m47s that 10,000 machines on ten such keys took
-// to provision), every 5 s they take about a tenth.
+// for the next list, so at a small budget lists every DefaultSnapshotMaxAge would take a large
+// share of it from the creates (docs/performance.md has the measured shares).
 func SnapshotMaxAge(qps float64) time.Duration {
 	if qps <= 0 {
 		return DefaultSnapshotMaxAge

@@ -32,7 +32,8 @@ type Device struct {
 	// list that answers many looks may be a few seconds old, and a provisioning percentage is
 	// only as good as the time it was read at. Sent, not answered: Packet computes the
 	// percentage as it starts its answer, and a page of a thousand devices is megabytes to
-	// send and decode (timed after it, a fleet learned a 60 s device as 52 s). Zero when unknown.
+	// send and decode: timed after it, a fleet would learn devices as faster than they are.
+	// Zero when unknown.
 	ObservedAt time.Time
 	// FirstReading is the first provisioning percentage an earlier list of the project showed
 	// of this provisioning, when the client kept one: the lists other devices' looks asked for

@@ -122,7 +122,7 @@ func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, c
 	// for it (a KubeadmControlPlane rollout step, a Cluster's deletion), and a look is usually a
 	// share of the list every machine being deleted reads; but a look that finds the device
 	// still deprovisioning costs a reconcile and a status write, and Packet takes tens of
-	// seconds. One poll (10 s) measured worse in the bench, whose devices deprovision in 10 s.
+	// seconds.
 	return false, ctrl.Result{RequeueAfter: min(2*s.opts.PollMin, s.opts.PollMax)}, nil
 }
 

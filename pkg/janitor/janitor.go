@@ -435,16 +435,18 @@ func (j *Janitor) report(ctx context.Context, log logr.Logger, t Target, orphans
 	var errs []error
 	for _, kind := range Kinds {
 		for _, orphan := range orphans[kind] {
-			orphan.Waiting = j.confirm(&orphan, o, now, found)
-			if j.Delete && orphan.Waiting == "" {
+			// confirm runs in a report-only sweep too: it records when the orphan was found.
+			waiting := j.confirm(&orphan, o, now, found)
+			switch {
+			case !j.Delete:
+			case waiting != "":
+				orphan.Waiting = waiting
+			default:
 				orphan.Err = deleteObject(ctx, t.Client, orphan)
 				orphan.Deleted = orphan.Err == nil
 				if orphan.Err != nil {
 					errs = append(errs, fmt.Errorf("deleting %s %s: %w", orphan.Kind, orphan.ID, orphan.Err))
 				}
-			}
-			if !j.Delete {
-				orphan.Waiting = ""
 			}
 			log.Info("Orphaned Packet object", "kind", orphan.Kind, "id", orphan.ID, "name", orphan.Name,
 				"owner", orphan.Owner, "age", now.Sub(orphan.CreatedAt).Round(time.Second).String(),

@@ -49,11 +49,11 @@ func (j *Janitor) attribute(l *listed) {
 	}
 }
 
-// made reports whether the candidate is this management cluster's: a device or IP reservation
+// made reports whether a cluster-wide candidate is this management cluster's: an IP reservation
 // (list kept only those carrying its tag), or an untagged object of a cluster attributed to it
-// and not seen on another's objects.
+// and not seen on another's objects. Devices are kept by list alone.
 func (j *Janitor) made(l *listed, c candidate) bool {
-	if c.Kind == KindDevice || c.Kind == KindIPReservation {
+	if c.Kind == KindIPReservation {
 		return true
 	}
 	for _, t := range c.tags {

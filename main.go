@@ -33,7 +33,9 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/controllers"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/janitor"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/version"
@@ -126,7 +128,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tokenExchangeURL, "token-exchange-url", envOr("METAL_TOKEN_EXCHANGE_URL", packet.DefaultTokenExchangeURL),
 		"URL that exchanges a Packet API key for Load Balancer API tokens (env METAL_TOKEN_EXCHANGE_URL).")
 	fs.StringToStringVar(&o.emlbLocations, "emlb-locations", nil,
-		"Extra metro=locationID pairs of the Load Balancer API, for metros that gained load balancers after this release (built in: "+strings.Join(packet.LoadBalancerMetros(), ", ")+").")
+		"Extra metro=locationID pairs of the Load Balancer API, for metros that gained load balancers after this release (built in: "+strings.Join(catalog.LoadBalancerMetros(), ", ")+").")
 	fs.Float64Var(&o.packetAPIQPS, "packet-api-qps", 10,
 		"Maximum Packet API requests per second for each API key. Under 5, lists of a project's devices are also kept longer than 2s (at 2, 5s), so they take no more than a tenth of it.")
 	fs.IntVar(&o.packetAPIBurst, "packet-api-burst", 20,
@@ -375,7 +377,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 // lists may have. One age for the lists and for the looks they answer: a look aimed at a
 // device's end lands as long after it as the list may be old.
 func newPacketFactory(opts *options) (time.Duration, *packet.Factory) {
-	packet.SetLoadBalancerLocations(opts.emlbLocations)
+	catalog.SetLoadBalancerLocations(opts.emlbLocations)
 	snapshotMaxAge := packet.SnapshotMaxAge(opts.packetAPIQPS)
 	factory := packet.NewFactory(packet.Options{
 		APIURL:               opts.packetAPIURL,
@@ -399,13 +401,14 @@ func setupJanitor(mgr ctrl.Manager, opts *options, factory *packet.Factory, apiK
 	if len(projects) == 0 {
 		projects = opts.defaultKeyProjects
 	}
-	def := scope.DefaultCredentials{APIKey: apiKey, Projects: opts.defaultKeyProjects}
+	creds := &credentials.Source{Reader: mgr.GetAPIReader(), Clients: factory,
+		Default: credentials.Default{APIKey: apiKey, Projects: opts.defaultKeyProjects}}
 	// An orphan is deleted a grace period after it was found, if it is still this management
 	// cluster's then: a cluster moved away by clusterctl is tagged by the target meanwhile.
 	j := &janitor.Janitor{Reader: mgr.GetAPIReader(), GracePeriod: opts.janitorGracePeriod, Delete: opts.janitorDelete,
 		ManagementCluster: identity, ConfirmAfter: opts.janitorGracePeriod}
 	targets := func(ctx context.Context) ([]janitor.Target, error) {
-		return janitor.Targets(ctx, mgr.GetAPIReader(), factory, def, projects)
+		return janitor.Targets(ctx, creds, projects)
 	}
 	if err := mgr.Add(j.Runnable(opts.janitorInterval, targets)); err != nil {
 		return fmt.Errorf("adding the orphan janitor: %w", err)

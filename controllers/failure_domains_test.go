@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog/failuredomains"
 )
 
 var _ = Describe("PacketCluster failure domains", func() {

@@ -28,12 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/apistatus"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog/failuredomains"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/endpoint"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/failuredomains"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/loadbalancer"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/vlan"
@@ -57,7 +58,7 @@ type PacketClusterReconciler struct {
 	// rarely, so the read costs the API server little.
 	APIReader client.Reader
 	// Packet gives the Packet client for a set of credentials.
-	Packet scope.ClientProvider
+	Packet credentials.ClientProvider
 	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
 	// credentialsRef.
 	DefaultAPIKey string
@@ -74,6 +75,8 @@ type PacketClusterReconciler struct {
 	// LegacyAdoptionNamespaces are the namespaces whose clusters may take over the previous
 	// provider's objects, tagged with a cluster name but no namespace; "*" is every namespace.
 	LegacyAdoptionNamespaces []string
+	// credentials connects to Packet with a cluster's credentials; set by SetupWithManager.
+	credentials *credentials.Source
 	// PendingIPRetry is how often a reservation awaiting Packet's approval is checked; 0 means
 	// the service's default (30s).
 	PendingIPRetry time.Duration
@@ -87,6 +90,7 @@ type PacketClusterReconciler struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *PacketClusterReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
+	r.credentials = credentialsSource(r.Client, r.Packet, r.DefaultAPIKey, r.DefaultKeyProjects)
 	// The filters apply to every source but Secrets, which carry no watch-filter label;
 	// secretToPacketClusters applies them to the PacketClusters it finds.
 	filter := predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)
@@ -159,7 +163,7 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
+	creds, packetClient, credErr := r.credentials.Connect(ctx, pc)
 	s, err := scope.NewClusterScope(scope.ClusterScopeParams{Client: r.Client, Cluster: cluster, PacketCluster: pc, Packet: packetClient,
 		Credentials: creds, ManagementCluster: r.ManagementCluster, AdoptLegacy: adoptsLegacy(r.LegacyAdoptionNamespaces, pc.Namespace)})
 	if err != nil {
@@ -180,7 +184,7 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !pc.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if err := scope.HoldCredentials(ctx, r.Client, pc, creds); err != nil {
+	if err := credentials.Hold(ctx, r.Client, pc, creds); err != nil {
 		return ctrl.Result{}, fmt.Errorf("holding the credentials Secret until the cluster is deleted: %w", err)
 	}
 	return r.reconcileNormal(ctx, s)
@@ -251,7 +255,7 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 		record.Eventf(pc, "SSHKeysDeleted", "Deleted %d project SSH keys registered for the cluster's machines", deleted)
 	}
 	// Last: until here the machines and the elastic IP needed the key.
-	if err := scope.ReleaseCredentials(ctx, r.Client, r.Client, pc); err != nil {
+	if err := credentials.Release(ctx, r.Client, r.Client, pc); err != nil {
 		return ctrl.Result{}, fmt.Errorf("releasing the credentials Secret: %w", err)
 	}
 	controllerutil.RemoveFinalizer(pc, infrav1.PacketClusterFinalizer)
@@ -262,7 +266,7 @@ func (r *PacketClusterReconciler) reconcileDelete(ctx context.Context, s *scope.
 // made with them, so a typo in credentialsRef does not hold the Cluster's deletion forever. One
 // whose credentials worked before waits for them, as its reservations need them to be released.
 func (r *PacketClusterReconciler) deleteWithoutCredentials(ctx context.Context, pc *infrav1.PacketCluster, credErr error) (ctrl.Result, error) {
-	held, err := scope.CredentialsHeld(ctx, r.reader(), pc)
+	held, err := credentials.Held(ctx, r.reader(), pc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -81,7 +81,7 @@ func runLifecycle(ctx context.Context, b *testing.B, env *helpers.TestEnvironmen
 	defer srv.Close()
 	f := packet.NewFactory(packet.Options{APIURL: srv.URL + "/metal/v1/", QPS: 1e6, Burst: 1e6})
 	r := &PacketMachineReconciler{Client: env.Client, Packet: f, DefaultAPIKey: packetsim.DefaultToken,
-		Now: clock.Now, progress: device.NewProgress()}
+		Now: clock.Now, progress: device.NewProgress(), credentials: credentialsSource(env.Client, f, packetsim.DefaultToken, nil)}
 	c := env.Client
 
 	// The cluster, as Cluster API and the PacketCluster controller leave it: provisioned, with a

@@ -20,6 +20,7 @@ var _ = Describe("PacketMachine reconciler, a newer PacketMachine", func() {
 		pm := mc.createMachine("conflict", machineOpts{})
 		r := newTestMachineReconciler(filter)
 		r.Client, r.progress, r.sentCreates = k8sClient, device.NewProgress(), device.NewSentCreates()
+		r.credentials = credentialsSource(k8sClient, factory, r.DefaultAPIKey, nil)
 		req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pm)}
 
 		By("a first reconcile creating the device")

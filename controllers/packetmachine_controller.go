@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/bgp"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
@@ -52,7 +53,7 @@ type PacketMachineReconciler struct {
 	// skipped.
 	APIReader client.Reader
 	// Packet gives the Packet client for a set of credentials.
-	Packet scope.ClientProvider
+	Packet credentials.ClientProvider
 	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
 	// credentialsRef.
 	DefaultAPIKey string
@@ -83,7 +84,7 @@ type PacketMachineReconciler struct {
 
 	progress    *device.Progress
 	sentCreates *device.SentCreates
-	credentials *scope.CredentialsCache
+	credentials *credentials.Source
 }
 
 // conflictRetry is how soon a reconcile whose status write found a newer PacketMachine runs
@@ -101,7 +102,8 @@ func (r *PacketMachineReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	// The metadata-only informer of the Secret watch below tells when a credentials Secret
 	// changed, so its contents are read once per change, not once per reconcile.
-	r.credentials = &scope.CredentialsCache{Metadata: mgr.GetCache()}
+	r.credentials = credentialsSource(r.Client, r.Packet, r.DefaultAPIKey, r.DefaultKeyProjects)
+	r.credentials.Metadata = mgr.GetCache()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &clusterv1.Machine{}, bootstrapSecretIndex, indexBootstrapSecret); err != nil {
 		return fmt.Errorf("indexing Machines by bootstrap Secret: %w", err)
 	}
@@ -153,7 +155,7 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	creds, packetClient, credErr := r.credentials.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
+	creds, packetClient, credErr := r.credentials.Connect(ctx, pc)
 	s, err := scope.NewMachineScope(scope.MachineScopeParams{Client: r.Client, Cluster: cluster, Machine: machine,
 		PacketCluster: pc, PacketMachine: pm, Packet: packetClient, Credentials: creds, APIReader: r.APIReader,
 		ManagementCluster: r.ManagementCluster, AdoptLegacy: adoptsLegacy(r.LegacyAdoptionNamespaces, pm.Namespace)})

@@ -18,8 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog/capacity"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/capacity"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/elasticip"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"

@@ -15,7 +15,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
@@ -107,14 +107,14 @@ var _ = Describe("Changing a cluster's credentialsRef", func() {
 				Data: map[string][]byte{"apiKey": []byte(packetsim.DefaultToken)}})).To(Succeed())
 		}
 		createCluster(ns, "c1", infrav1.PacketClusterSpec{Metro: "sv", CredentialsRef: &infrav1.SecretReference{Name: "first-key"}})
-		Eventually(finalizers("first-key"), eventually).Should(ContainElement(scope.CredentialsFinalizer("c1")))
+		Eventually(finalizers("first-key"), eventually).Should(ContainElement(credentials.Finalizer("c1")))
 
 		By("pointing credentialsRef at another Secret, as a user may until the endpoint exists")
 		pc := getPacketCluster(ns, "c1")
 		orig := pc.DeepCopy()
 		pc.Spec.CredentialsRef = &infrav1.SecretReference{Name: "second-key"}
 		Expect(k8sClient.Patch(ctx, pc, client.MergeFrom(orig))).To(Succeed())
-		Eventually(finalizers("second-key"), eventually).Should(ContainElement(scope.CredentialsFinalizer("c1")))
+		Eventually(finalizers("second-key"), eventually).Should(ContainElement(credentials.Finalizer("c1")))
 		Eventually(finalizers("first-key"), eventually).Should(BeEmpty(), "the first Secret is no longer held")
 
 		By("deleting the cluster lets go of the second")
@@ -143,7 +143,7 @@ var _ = Describe("Deleting a cluster's credentials Secret with everything else, 
 			}
 			return s.Finalizers
 		}
-		Eventually(secretFinalizers, eventually).Should(ConsistOf(scope.CredentialsFinalizer(mc.name)))
+		Eventually(secretFinalizers, eventually).Should(ConsistOf(credentials.Finalizer(mc.name)))
 		s := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, key, s)).To(Succeed())
 		Expect(s.Labels).NotTo(HaveKey(clusterctlv1.ClusterctlMoveLabel),

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/capacity"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/apistatus"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog/capacity"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=packetmachinetemplates,verbs=get;list;watch;update;patch
@@ -35,18 +35,21 @@ import (
 type PacketMachineTemplateReconciler struct {
 	Client client.Client
 	// Packet gives the Packet client for a set of credentials.
-	Packet scope.ClientProvider
+	Packet credentials.ClientProvider
 	// DefaultAPIKey is the manager's own Packet API key.
 	DefaultAPIKey string
 	// DefaultKeyProjects are the projects DefaultAPIKey may serve; empty: any.
 	DefaultKeyProjects []string
 	// WatchFilterValue limits reconciles to objects with this cluster.x-k8s.io/watch-filter label.
 	WatchFilterValue string
+
+	credentials *credentials.Source
 }
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *PacketMachineTemplateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
+	r.credentials = credentialsSource(r.Client, r.Packet, r.DefaultAPIKey, r.DefaultKeyProjects)
 	return ctrl.NewControllerManagedBy(mgr).
 		// The plan catalogue is read when the template appears, when its spec changes, and when
 		// it gets its cluster (owner reference or label) — not on every resync.
@@ -119,13 +122,9 @@ func (r *PacketMachineTemplateReconciler) Reconcile(ctx context.Context, req ctr
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, pc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	creds, err := scope.ResolveCredentials(ctx, r.Client, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
+	_, pclient, err := r.credentials.Connect(ctx, pc)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: apistatus.SlowRetry}, nil //nolint:nilerr // the PacketCluster reports its credentials.
-	}
-	pclient, err := r.Packet.ClientFor(creds.Source, creds.APIKey)
-	if err != nil {
-		return ctrl.Result{}, err
 	}
 
 	plan := pmt.Spec.Template.Spec.MachineType

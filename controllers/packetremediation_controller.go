@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/remediation"
 )
@@ -40,7 +41,7 @@ type PacketRemediationReconciler struct {
 	// stale cached copy never reboots or reinstalls twice. Nil: the check is skipped.
 	APIReader client.Reader
 	// Packet gives the Packet client for a set of credentials.
-	Packet scope.ClientProvider
+	Packet credentials.ClientProvider
 	// DefaultAPIKey is the manager's own Packet API key, used when a PacketCluster has no
 	// credentialsRef; DefaultKeyProjects the projects it may serve (empty: any).
 	DefaultAPIKey      string
@@ -54,11 +55,14 @@ type PacketRemediationReconciler struct {
 	// step timeouts are measured with (time.Now).
 	Poll time.Duration
 	Now  func() time.Time
+
+	credentials *credentials.Source
 }
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *PacketRemediationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	log := ctrl.LoggerFrom(ctx)
+	r.credentials = credentialsSource(r.Client, r.Packet, r.DefaultAPIKey, r.DefaultKeyProjects)
 	filter := predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.PacketRemediation{}, builder.WithPredicates(filter)).
@@ -158,7 +162,7 @@ func (r *PacketRemediationReconciler) remediate(ctx context.Context, rem *infrav
 		remediation.Stop(rem, infrav1.DeviceNotFoundReason, fmt.Sprintf("Machine %s has no PacketMachine or its cluster no PacketCluster", machine.Name))
 		return ctrl.Result{}, nil
 	}
-	creds, packetClient, credErr := scope.Connect(ctx, r.Client, r.Packet, pc, scope.DefaultCredentials{APIKey: r.DefaultAPIKey, Projects: r.DefaultKeyProjects})
+	creds, packetClient, credErr := r.credentials.Connect(ctx, pc)
 	if credErr != nil {
 		return remediation.CredentialsFailed(rem, credErr)
 	}

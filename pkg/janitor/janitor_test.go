@@ -23,7 +23,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/test/helpers"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
@@ -268,7 +268,7 @@ func TestSweepReportsAndDeletesExactlyTheOrphans(t *testing.T) {
 	w.loadBalancer(false, infrav1.ControlPlaneEndpointTag(w.ns, "new"))
 
 	before := sorted(present())
-	targets, err := Targets(ctx, testEnv.Client, factory, scope.DefaultCredentials{APIKey: packetsim.DefaultToken}, []string{project})
+	targets, err := Targets(ctx, &credentials.Source{Reader: testEnv.Client, Clients: factory, Default: credentials.Default{APIKey: packetsim.DefaultToken}}, []string{project})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(targets).To(HaveLen(1), "the listed project and the PacketClusters' project are one target")
 

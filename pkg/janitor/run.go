@@ -10,14 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 // Targets returns the projects to sweep: every one of projects with the manager's own key, and
 // the project of every PacketCluster with the credentials that cluster uses (its credentialsRef,
 // else the manager's key). A PacketCluster whose credentials cannot be resolved is skipped and
 // logged. Each project is swept once per API key.
-func Targets(ctx context.Context, reader client.Reader, clients scope.ClientProvider, def scope.DefaultCredentials, projects []string) ([]Target, error) {
+func Targets(ctx context.Context, creds *credentials.Source, projects []string) ([]Target, error) {
 	log := ctrl.LoggerFrom(ctx).WithName("janitor")
 	var targets []Target
 	seen := map[string]bool{}
@@ -26,7 +26,7 @@ func Targets(ctx context.Context, reader client.Reader, clients scope.ClientProv
 		if projectID == "" || seen[key] {
 			return
 		}
-		c, err := clients.ClientFor(source, apiKey)
+		c, err := creds.Clients.ClientFor(source, apiKey)
 		if err != nil {
 			log.Info("Not sweeping project: no Packet client", "project", projectID, "reason", err.Error())
 			return
@@ -34,24 +34,24 @@ func Targets(ctx context.Context, reader client.Reader, clients scope.ClientProv
 		seen[key] = true
 		targets = append(targets, Target{ProjectID: projectID, Client: c})
 	}
-	if def.APIKey != "" {
+	if creds.Default.APIKey != "" {
 		for _, p := range projects {
-			add(p, "", def.APIKey)
+			add(p, "", creds.Default.APIKey)
 		}
 	}
 	pcs := &infrav1.PacketClusterList{}
-	if err := reader.List(ctx, pcs); err != nil {
+	if err := creds.Reader.List(ctx, pcs); err != nil {
 		return nil, err
 	}
 	for i := range pcs.Items {
 		pc := &pcs.Items[i]
-		creds, err := scope.ResolveCredentials(ctx, reader, pc, def)
+		keys, err := creds.Resolve(ctx, pc)
 		if err != nil {
 			log.Info("Not sweeping a PacketCluster's project with its credentials", "packetCluster", client.ObjectKeyFromObject(pc),
 				"project", pc.Spec.ProjectID, "reason", err.Error())
 			continue
 		}
-		add(pc.Spec.ProjectID, creds.Source, creds.APIKey)
+		add(pc.Spec.ProjectID, keys.Source, keys.APIKey)
 	}
 	return targets, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 // ClusterConditions are the PacketCluster conditions Ready summarises, in order.
@@ -27,7 +28,7 @@ type ClusterScopeParams struct {
 	PacketCluster *infrav1.PacketCluster
 	// Packet is the client for the cluster's credentials; nil when they could not be read.
 	Packet      packet.Client
-	Credentials Credentials
+	Credentials credentials.Keys
 	// ManagementCluster is the identity of this management cluster (ManagementClusterIdentity),
 	// put on the IP reservations the cluster keeps; "" puts none on.
 	ManagementCluster string
@@ -43,7 +44,7 @@ type ClusterScope struct {
 	Cluster       *clusterv1.Cluster
 	PacketCluster *infrav1.PacketCluster
 	Packet        packet.Client
-	Credentials   Credentials
+	Credentials   credentials.Keys
 	// ManagementCluster and AdoptLegacy are ClusterScopeParams'.
 	ManagementCluster string
 	AdoptLegacy       bool

@@ -14,6 +14,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 // MachineConditions are the PacketMachine conditions Ready summarises, in order.
@@ -34,7 +35,7 @@ type MachineScopeParams struct {
 	PacketCluster *infrav1.PacketCluster
 	PacketMachine *infrav1.PacketMachine
 	Packet        packet.Client
-	Credentials   Credentials
+	Credentials   credentials.Keys
 	// APIReader reads the PacketMachine from the API server for IsCurrent; nil skips that.
 	APIReader client.Reader
 	// ManagementCluster is the identity of this management cluster (ManagementClusterIdentity),
@@ -53,7 +54,7 @@ type MachineScope struct {
 	PacketCluster *infrav1.PacketCluster
 	PacketMachine *infrav1.PacketMachine
 	Packet        packet.Client
-	Credentials   Credentials
+	Credentials   credentials.Keys
 	// ManagementCluster and AdoptLegacy are MachineScopeParams'.
 	ManagementCluster string
 	AdoptLegacy       bool

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog"
 )
 
 // +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-packetcluster,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=packetclusters,versions=v1beta1,name=default.packetcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
@@ -201,7 +201,7 @@ func ratchet(errs, oldErrs field.ErrorList) field.ErrorList {
 // a load balancer lives in a metro, not a facility. A template's metro is checked on the
 // PacketClusters made from it: a ClusterClass may patch it in per cluster.
 func validateEMLBMetro(spec *infrav1.PacketClusterSpec, path *field.Path, locationRequired bool) field.ErrorList {
-	metros := packet.LoadBalancerMetros()
+	metros := catalog.LoadBalancerMetros()
 	switch {
 	case !locationRequired:
 		return nil

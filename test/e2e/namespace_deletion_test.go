@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
@@ -21,7 +21,7 @@ var _ = Describe("Namespace deletion", func() {
 
 		By("a cluster whose PacketCluster reads its key from a Secret in the namespace (credentialsRef)")
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials"},
-			Data: map[string][]byte{scope.APIKeySecretKey: []byte(sandbox.SimToken)}}
+			Data: map[string][]byte{credentials.APIKeySecretKey: []byte(sandbox.SimToken)}}
 		Expect(k8s.Create(ctx, secret)).To(Succeed())
 		applyYAMLEditingPacketCluster(ctx, ns, generateCluster(ctx, ns, name, "", "--control-plane-machine-count", "1", "--worker-machine-count", "1"),
 			func(pc map[string]any) error {
@@ -29,7 +29,7 @@ var _ = Describe("Namespace deletion", func() {
 			})
 		waitClusterAvailable(ctx, ns, name, 1, 1, 4*time.Minute)
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
-		Expect(secret.Finalizers).To(ContainElement(scope.CredentialsFinalizer(name)),
+		Expect(secret.Finalizers).To(ContainElement(credentials.Finalizer(name)),
 			"the PacketCluster holds the Secret its machines will delete their devices with")
 		Eventually(func(g Gomega) { g.Expect(devicesOf(ctx, g, ns)).To(HaveLen(2)) }).WithContext(ctx).Should(Succeed())
 

@@ -19,7 +19,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
@@ -68,7 +68,7 @@ var _ = Describe("The previous provider's templates", func() {
 		const ownKey = "v090-own-key"
 		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "packet-credentials",
 			Annotations: map[string]string{infrav1.ExposeInUserDataAnnotation: "true"}},
-			Data: map[string][]byte{scope.APIKeySecretKey: []byte(sandbox.SimToken)}})).To(Succeed())
+			Data: map[string][]byte{credentials.APIKeySecretKey: []byte(sandbox.SimToken)}})).To(Succeed())
 		defaultTemplate := templates[slices.IndexFunc(templates, func(f string) bool { return filepath.Base(f) == "cluster-template.yaml" })]
 		applyYAMLEditingPacketCluster(ctx, ns, render(defaultTemplate, ns, ownKey), func(pc map[string]any) error {
 			if err := unstructured.SetNestedField(pc, "packet-credentials", "spec", "credentialsRef", "name"); err != nil {

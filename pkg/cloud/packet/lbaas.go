@@ -2,11 +2,8 @@ package packet
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
-	"sync"
 	"time"
 )
 
@@ -79,7 +76,7 @@ type LoadBalancerOrigin struct {
 // CreateLoadBalancerRequest describes a load balancer to create.
 type CreateLoadBalancerRequest struct {
 	ProjectID, Name string
-	// LocationID is the LBaaS location (see LoadBalancerLocation), not a metro code.
+	// LocationID is the LBaaS location (see catalog.LoadBalancerLocation), not a metro code.
 	LocationID string
 }
 
@@ -92,43 +89,6 @@ const (
 	DefaultLBaaSURL         = "https://lb.metalctrl.io/"
 	DefaultTokenExchangeURL = "https://iam.metalctrl.io/api-keys/exchange" //nolint:gosec // a URL, not a credential
 )
-
-// loadBalancerLocations maps the metros with load balancers to their LBaaS location IDs, which
-// LBaaS offers no API to look up. SetLoadBalancerLocations adds to it at start-up.
-var loadBalancerLocations = struct {
-	sync.RWMutex
-	byMetro map[string]string
-}{byMetro: map[string]string{
-	"am": "lctnloc-1ttCRz-P8aY0rda9BxOiL",
-	"da": "lctnloc--uxs0GLeAELHKV8GxO_AI",
-	"dc": "lctnloc-1lJjVT6Zp_Fs4UpW5LWQu",
-	"ny": "lctnloc-Vy-1Qpw31mPi6RJQwVf9A",
-	"sg": "lctnloc-AxCxpIrNUaaoGBkM02uuw",
-	"sv": "lctnloc-H5rl2M2VL5dcFmdxhbEKx",
-}}
-
-// LoadBalancerLocation returns the LBaaS location of a metro, false when the metro has none.
-func LoadBalancerLocation(metro string) (string, bool) {
-	loadBalancerLocations.RLock()
-	defer loadBalancerLocations.RUnlock()
-	id, ok := loadBalancerLocations.byMetro[metro]
-	return id, ok
-}
-
-// LoadBalancerMetros returns the metros with load balancers, sorted.
-func LoadBalancerMetros() []string {
-	loadBalancerLocations.RLock()
-	defer loadBalancerLocations.RUnlock()
-	return slices.Sorted(maps.Keys(loadBalancerLocations.byMetro))
-}
-
-// SetLoadBalancerLocations adds or replaces metro → location entries (the manager's
-// --emlb-locations), for locations Equinix opens after this release.
-func SetLoadBalancerLocations(byMetro map[string]string) {
-	loadBalancerLocations.Lock()
-	defer loadBalancerLocations.Unlock()
-	maps.Copy(loadBalancerLocations.byMetro, byMetro)
-}
 
 // Wire shapes of the load-balancer API.
 type (

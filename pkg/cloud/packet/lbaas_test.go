@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/packetsim"
 )
@@ -41,7 +42,7 @@ func newLBaaSSim(t *testing.T, ttl time.Duration, key string, clientClock *packe
 func TestLoadBalancerLifecycleSpendsOneTokenExchange(t *testing.T) {
 	ctx := context.Background()
 	sim, _, c := newLBaaSSim(t, time.Hour, packetsim.DefaultToken, nil)
-	sv, _ := packet.LoadBalancerLocation("sv")
+	sv, _ := catalog.LoadBalancerLocation("sv")
 
 	lbID, err := c.CreateLoadBalancer(ctx, packet.CreateLoadBalancerRequest{ProjectID: project, Name: "capp:lb", LocationID: sv})
 	if err != nil {

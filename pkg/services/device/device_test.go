@@ -6,12 +6,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-
-	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
 )
 
 var label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -204,22 +199,5 @@ func TestDeviceTagsKeepIdentityFirstAndDropReservedUserTags(t *testing.T) {
 	want := []string{"capp:machine-uid:u1", "capp:cluster:ns/c1", "capp:role:worker", "team:a"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("deviceTags = %v, want %v", got, want)
-	}
-}
-
-func TestThePreviousProvidersNameOnlyTagOwnsADeviceOnlyWhereAdoptionIsAllowed(t *testing.T) {
-	sc := &scope.MachineScope{Cluster: &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "c1"}},
-		PacketCluster: &infrav1.PacketCluster{Spec: infrav1.PacketClusterSpec{ProjectID: "p"}}}
-	legacy := &packet.Device{ProjectID: "p", Tags: []string{infrav1.LegacyClusterTag("c1")}}
-	if why := NotOwned(sc, legacy); !strings.Contains(why, "--legacy-adoption-namespaces") {
-		t.Fatalf("a device tagged by name only is a same-named cluster's of any namespace; got %q", why)
-	}
-	sc.AdoptLegacy = true
-	if why := NotOwned(sc, legacy); why != "" {
-		t.Fatalf("where the operator allows adoption, the previous provider's device is the cluster's; got %q", why)
-	}
-	own := &packet.Device{ProjectID: "p", Tags: []string{infrav1.ClusterTag("team-b", "c1")}}
-	if why := NotOwned(sc, own); why != "" {
-		t.Fatalf("the cluster's own tag: %q", why)
 	}
 }

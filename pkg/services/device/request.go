@@ -11,9 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/sshkeys"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/userdata"
 )
@@ -45,8 +44,8 @@ func (s *Service) buildRequest(ctx context.Context) (*packet.CreateDeviceRequest
 	sc := s.scope
 	pm, spec := sc.PacketMachine, sc.PacketMachine.Spec
 
-	userData, err := UserData(ctx, sc)
-	var ude *UserDataError
+	userData, err := userdata.ForMachine(ctx, sc)
+	var ude *userdata.Error
 	if errors.As(err, &ude) {
 		s.setCondition(metav1.ConditionFalse, ude.Reason, ude.Error())
 		switch ude.Reason {
@@ -145,63 +144,4 @@ func deviceTags(identity, user []string) []string {
 		}
 	}
 	return tags
-}
-
-// UserDataError says why a Machine's user-data cannot be built; Reason is a DeviceReady reason
-// (WaitingForBootstrapData, APIKeyNotExposable, BootstrapDataInvalid). Its message never quotes
-// the bootstrap data beyond the expression at fault.
-type UserDataError struct {
-	Reason string
-	Err    error
-}
-
-func (e *UserDataError) Error() string { return e.Err.Error() }
-func (e *UserDataError) Unwrap() error { return e.Err }
-
-// UserData renders the Machine's current bootstrap data into the user-data its device boots,
-// as the device is created with (and reinstalled with, by remediation).
-func UserData(ctx context.Context, sc *scope.MachineScope) (string, error) {
-	data, format, err := sc.BootstrapData(ctx)
-	if err != nil {
-		return "", &UserDataError{Reason: infrav1.WaitingForBootstrapDataReason, Err: err}
-	}
-	values := userdata.Values{
-		KubernetesVersion:    sc.Machine.Spec.Version,
-		ControlPlaneEndpoint: sc.PacketCluster.Spec.ControlPlaneEndpoint.Host,
-	}
-	// The previous provider gave control planes the API key; now only clusters that ask for it,
-	// and only their own key: the manager's serves every namespace, and user-data is readable
-	// from the device's metadata service.
-	if sc.PacketCluster.Spec.ExposeAPIKeyInUserData && sc.IsControlPlane() {
-		if sc.Credentials.Source == "" {
-			return "", &UserDataError{Reason: infrav1.APIKeyNotExposableReason, Err: errors.New(
-				"spec.exposeAPIKeyInUserData of the PacketCluster: only the key of the cluster's own spec.credentialsRef Secret is put in user-data, never the manager's; set credentialsRef, or turn exposeAPIKeyInUserData off")}
-		}
-		if !sc.Credentials.Exposable() {
-			return "", &UserDataError{Reason: infrav1.APIKeyNotExposableReason, Err: fmt.Errorf(
-				"spec.exposeAPIKeyInUserData of the PacketCluster: the credentials Secret %s does not allow its key in user-data; its owner annotates it %s: \"true\" to allow it, or turn exposeAPIKeyInUserData off",
-				sc.Credentials.Source, infrav1.ExposeInUserDataAnnotation)}
-		}
-		values.APIKey = sc.Credentials.APIKey
-	}
-	if values.APIKey == "" && userdata.Names(data, format, "apiKey") {
-		record.Warnf(sc.PacketMachine, infrav1.APIKeyNotInUserDataReason, "%s", apiKeyWithheld(sc))
-	}
-	userData, err := userdata.Render(data, format, values)
-	if err != nil {
-		return "", &UserDataError{Reason: infrav1.BootstrapDataInvalidReason, Err: err}
-	}
-	return userData, nil
-}
-
-// apiKeyWithheld says why {{ .apiKey }} renders empty for this machine, and what gives a host
-// (CPEM, in the previous provider's templates) a key instead.
-func apiKeyWithheld(sc *scope.MachineScope) string {
-	const crs = "or give CPEM its key by a ClusterResourceSet, as this provider's templates do"
-	if !sc.IsControlPlane() {
-		return "bootstrap data names {{ .apiKey }}, which renders empty: only control planes get a key in user-data; " + crs
-	}
-	return fmt.Sprintf("bootstrap data names {{ .apiKey }}, which renders empty: the manager's key is never put in user-data. "+
-		"Set spec.credentialsRef (a Secret with this cluster's own key, annotated %s: \"true\") and spec.exposeAPIKeyInUserData on PacketCluster %s, %s",
-		infrav1.ExposeInUserDataAnnotation, sc.PacketCluster.Name, crs)
 }

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/cluster-api/util/record"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/endpoint"
 )
 

@@ -22,9 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/apistatus"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/catalog"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/endpoint"
 )
 
@@ -62,10 +63,10 @@ func (s *Service) Ensure(ctx context.Context) (*endpoint.State, error) {
 	if s.ready() {
 		return nil, s.removeStaleOrigins(ctx)
 	}
-	locationID, ok := packet.LoadBalancerLocation(strings.ToLower(pc.Spec.Metro))
+	locationID, ok := catalog.LoadBalancerLocation(strings.ToLower(pc.Spec.Metro))
 	if !ok {
 		return &endpoint.State{Reason: infrav1.LoadBalancerUnavailableReason, RequeueAfter: apistatus.SlowRetry, Message: fmt.Sprintf(
-			"Metro %q has no Equinix Metal Load Balancers; metros with them: %v", pc.Spec.Metro, packet.LoadBalancerMetros())}, nil
+			"Metro %q has no Equinix Metal Load Balancers; metros with them: %v", pc.Spec.Metro, catalog.LoadBalancerMetros())}, nil
 	}
 	lb, err := s.find(ctx)
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
 )
 
 // stepInterval is how soon the ports are read again after a conversion step or while the

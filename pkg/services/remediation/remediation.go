@@ -30,10 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/apistatus"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/apistatus"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/device"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/services/userdata"
 )
 
 // DefaultPoll is how often a running step looks at the Machine between events.
@@ -226,7 +226,7 @@ func (s *Service) ownDevice(ctx context.Context, deviceID string) (*packet.Devic
 		res, err := apistatus.Record(s.rem, infrav1.StepSucceededCondition, err, apistatus.SlowRetry)
 		return nil, res, err
 	}
-	if why := device.NotOwned(s.Machine, dev); why != "" {
+	if why := s.Machine.DeviceNotOwned(dev); why != "" {
 		Stop(s.rem, infrav1.DeviceNotOwnedReason, fmt.Sprintf(
 			"Device %s is not Machine %s's to repair: %s", deviceID, s.Machine.Machine.Name, why))
 		return nil, ctrl.Result{}, nil
@@ -237,7 +237,7 @@ func (s *Service) ownDevice(ctx context.Context, deviceID string) (*packet.Devic
 // userDataMissing reports, in StepSucceeded, a reinstall that could not be asked for because the
 // Machine's bootstrap data is not there (or not usable) yet.
 func (s *Service) userDataMissing(err error) bool {
-	var ude *device.UserDataError
+	var ude *userdata.Error
 	if !errors.As(err, &ude) {
 		return false
 	}
@@ -266,7 +266,7 @@ func (s *Service) attempted(step infrav1.RemediationStep, idx int, deviceID, rea
 // reinstall gives the device the Machine's current user-data, then reinstalls its operating
 // system. The user-data is never logged nor put in a condition.
 func (s *Service) reinstall(ctx context.Context, deviceID string) error {
-	userData, err := device.UserData(ctx, s.Machine)
+	userData, err := userdata.ForMachine(ctx, s.Machine)
 	if err != nil {
 		return err
 	}

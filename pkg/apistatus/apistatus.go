@@ -18,7 +18,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 // SlowRetry is how long objects wait before retrying after Packet refused the request itself
@@ -48,7 +48,7 @@ type Object interface {
 // Warning events are sent only when the reason changes, never on every retry.
 func Record(obj Object, step string, err error, retryInvalid time.Duration) (ctrl.Result, error) {
 	var apiErr *packet.Error
-	var credErr *scope.ErrCredentials
+	var credErr *credentials.Error
 	switch {
 	case errors.As(err, &credErr):
 		setStepFalse(obj, step, infrav1.CredentialsInvalidReason, credErr.Error())

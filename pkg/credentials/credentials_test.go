@@ -1,4 +1,4 @@
-package scope_test
+package credentials_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 func TestTheDefaultKeyServesOnlyTheProjectsItIsGiven(t *testing.T) {
@@ -17,18 +17,18 @@ func TestTheDefaultKeyServesOnlyTheProjectsItIsGiven(t *testing.T) {
 	cluster := func(project string) *infrav1.PacketCluster {
 		return &infrav1.PacketCluster{Spec: infrav1.PacketClusterSpec{ProjectID: project}}
 	}
-	anyProject := scope.DefaultCredentials{APIKey: "k"}
-	if c, err := scope.ResolveCredentials(context.Background(), nil, cluster(theirs), anyProject); err != nil || c.APIKey != "k" || c.Source != "" {
+	anyProject := &credentials.Source{Default: credentials.Default{APIKey: "k"}}
+	if c, err := anyProject.Resolve(context.Background(), cluster(theirs)); err != nil || c.APIKey != "k" || c.Source != "" {
 		t.Fatalf("without a list the default key serves any project: %+v, %v", c, err)
 	}
-	listed := scope.DefaultCredentials{APIKey: "k", Projects: []string{strings.ToUpper(mine)}}
-	if c, err := scope.ResolveCredentials(context.Background(), nil, cluster(mine), listed); err != nil || c.APIKey != "k" {
+	listed := &credentials.Source{Default: credentials.Default{APIKey: "k", Projects: []string{strings.ToUpper(mine)}}}
+	if c, err := listed.Resolve(context.Background(), cluster(mine)); err != nil || c.APIKey != "k" {
 		t.Fatalf("a listed project (any case) is served: %+v, %v", c, err)
 	}
-	c, err := scope.ResolveCredentials(context.Background(), nil, cluster(theirs), listed)
-	var credErr *scope.ErrCredentials
+	c, err := listed.Resolve(context.Background(), cluster(theirs))
+	var credErr *credentials.Error
 	if !errors.As(err, &credErr) || !strings.Contains(err.Error(), "does not serve project "+theirs) || c.APIKey != "" {
-		t.Fatalf("an unlisted project got %+v, %v; want ErrCredentials naming it and no key", c, err)
+		t.Fatalf("an unlisted project got %+v, %v; want credentials.Error naming it and no key", c, err)
 	}
 }
 
@@ -37,7 +37,7 @@ func TestCredentialsFinalizersAreValidAndDistinctForEveryClusterName(t *testing.
 	names := []string{"c1", strings.Repeat("b", 63), long + "x", long + "y"}
 	seen := map[string]bool{}
 	for _, name := range names {
-		f := scope.CredentialsFinalizer(name)
+		f := credentials.Finalizer(name)
 		if errs := validation.IsQualifiedName(f); len(errs) > 0 {
 			t.Fatalf("finalizer %q for a PacketCluster named %d characters long is not a qualified name: %v", f, len(name), errs)
 		}

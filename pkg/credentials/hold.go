@@ -1,4 +1,4 @@
-package scope
+package credentials
 
 import (
 	"context"
@@ -24,34 +24,34 @@ import (
 // PacketCluster, named after it, so that clusters sharing a Secret never wait on each other
 // and no count has to be kept.
 
-// credentialsFinalizerPrefix starts the finalizer a PacketCluster holds its Secret with.
-const credentialsFinalizerPrefix = "credentials.packetcluster.infrastructure.cluster.x-k8s.io/"
+// finalizerPrefix starts the finalizer a PacketCluster holds its Secret with.
+const finalizerPrefix = "credentials.packetcluster.infrastructure.cluster.x-k8s.io/"
 
-// CredentialsFinalizer is the finalizer the PacketCluster named name puts on its credentials
+// Finalizer is the finalizer the PacketCluster named name puts on its credentials
 // Secret. A finalizer's name part has at most 63 characters, so longer names are shortened
 // with a hash.
-func CredentialsFinalizer(name string) string {
+func Finalizer(name string) string {
 	if len(name) <= 63 {
-		return credentialsFinalizerPrefix + name
+		return finalizerPrefix + name
 	}
 	sum := sha256.Sum256([]byte(name))
-	return credentialsFinalizerPrefix + name[:46] + "-" + hex.EncodeToString(sum[:8])
+	return finalizerPrefix + name[:46] + "-" + hex.EncodeToString(sum[:8])
 }
 
-// HoldCredentials puts the PacketCluster's finalizer on its credentials Secret, if it has a
-// credentialsRef and the Secret lacks it. creds come from ResolveCredentials, which read the
+// Hold puts the PacketCluster's finalizer on its credentials Secret, if it has a
+// credentialsRef and the Secret lacks it. creds come from Source.Resolve, which read the
 // Secret just now. It does not label the Secret for `clusterctl move`: a moved Secret is deleted
 // from the source, and other workloads may share it; its owner adds clusterctl's move label
 // (docs/clusterctl.md).
 //
-// The Secret held is recorded in the PacketCluster's CredentialsHeldAnnotation: credentialsRef may
+// The Secret held is recorded in the PacketCluster's HeldAnnotation: credentialsRef may
 // change until the cluster has its endpoint, and the Secret held before is let go then, or its
 // namespace would never finish deleting.
-func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketCluster, creds Credentials) error {
+func Hold(ctx context.Context, c client.Client, pc *infrav1.PacketCluster, creds Keys) error {
 	if pc.Spec.CredentialsRef == nil || creds.secret == nil {
 		return nil
 	}
-	if before := pc.Annotations[CredentialsHeldAnnotation]; before != "" && before != pc.Spec.CredentialsRef.Name {
+	if before := pc.Annotations[HeldAnnotation]; before != "" && before != pc.Spec.CredentialsRef.Name {
 		if err := release(ctx, c, c, pc, before); err != nil {
 			return fmt.Errorf("letting go of credentials Secret %s, no longer the cluster's: %w", before, err)
 		}
@@ -59,26 +59,26 @@ func HoldCredentials(ctx context.Context, c client.Client, pc *infrav1.PacketClu
 	if pc.Annotations == nil {
 		pc.Annotations = map[string]string{}
 	}
-	pc.Annotations[CredentialsHeldAnnotation] = pc.Spec.CredentialsRef.Name
+	pc.Annotations[HeldAnnotation] = pc.Spec.CredentialsRef.Name
 	secret := creds.secret
-	if slices.Contains(secret.Finalizers, CredentialsFinalizer(pc.Name)) {
+	if slices.Contains(secret.Finalizers, Finalizer(pc.Name)) {
 		return nil
 	}
 	base := secret.DeepCopy()
-	secret.Finalizers = append(slices.Clone(secret.Finalizers), CredentialsFinalizer(pc.Name))
+	secret.Finalizers = append(slices.Clone(secret.Finalizers), Finalizer(pc.Name))
 	return patchSecretMetadata(ctx, c, base, secret)
 }
 
-// CredentialsHeld reports whether the PacketCluster's credentials Secret carries its hold. The
+// Held reports whether the PacketCluster's credentials Secret carries its hold. The
 // hold is put on before anything is made at Packet with the Secret's key, so a cluster whose
 // Secret is missing or not held never made anything with it (a typo in credentialsRef). A
 // cluster on the manager's key, or one that held another Secret before, is taken as held: that
 // key may have made something.
-func CredentialsHeld(ctx context.Context, reader client.Reader, pc *infrav1.PacketCluster) (bool, error) {
+func Held(ctx context.Context, reader client.Reader, pc *infrav1.PacketCluster) (bool, error) {
 	if pc.Spec.CredentialsRef == nil {
 		return true, nil
 	}
-	if before := pc.Annotations[CredentialsHeldAnnotation]; before != "" && before != pc.Spec.CredentialsRef.Name {
+	if before := pc.Annotations[HeldAnnotation]; before != "" && before != pc.Spec.CredentialsRef.Name {
 		return true, nil // another Secret's key was used
 	}
 	secret := &metav1.PartialObjectMetadata{}
@@ -90,14 +90,14 @@ func CredentialsHeld(ctx context.Context, reader client.Reader, pc *infrav1.Pack
 	if err != nil {
 		return false, err
 	}
-	return slices.Contains(secret.Finalizers, CredentialsFinalizer(pc.Name)), nil
+	return slices.Contains(secret.Finalizers, Finalizer(pc.Name)), nil
 }
 
-// ReleaseCredentials takes the PacketCluster's finalizer off its credentials Secret, once the
+// Release takes the PacketCluster's finalizer off its credentials Secret, once the
 // cluster has released everything it made.
 // The Secret held before a change of credentialsRef, if any, is let go too.
-func ReleaseCredentials(ctx context.Context, c client.Client, reader client.Reader, pc *infrav1.PacketCluster) error {
-	if before := pc.Annotations[CredentialsHeldAnnotation]; before != "" && (pc.Spec.CredentialsRef == nil || before != pc.Spec.CredentialsRef.Name) {
+func Release(ctx context.Context, c client.Client, reader client.Reader, pc *infrav1.PacketCluster) error {
+	if before := pc.Annotations[HeldAnnotation]; before != "" && (pc.Spec.CredentialsRef == nil || before != pc.Spec.CredentialsRef.Name) {
 		if err := release(ctx, c, reader, pc, before); err != nil {
 			return err
 		}
@@ -108,8 +108,8 @@ func ReleaseCredentials(ctx context.Context, c client.Client, reader client.Read
 	return release(ctx, c, reader, pc, pc.Spec.CredentialsRef.Name)
 }
 
-// CredentialsHeldAnnotation names, on a PacketCluster, the Secret it holds (HoldCredentials).
-const CredentialsHeldAnnotation = "packetcluster.infrastructure.cluster.x-k8s.io/credentials-held"
+// HeldAnnotation names, on a PacketCluster, the Secret it holds (Hold).
+const HeldAnnotation = "packetcluster.infrastructure.cluster.x-k8s.io/credentials-held"
 
 // release takes the PacketCluster's finalizer off the named Secret of its namespace.
 func release(ctx context.Context, c client.Client, reader client.Reader, pc *infrav1.PacketCluster, name string) error {
@@ -118,7 +118,7 @@ func release(ctx context.Context, c client.Client, reader client.Reader, pc *inf
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: pc.Namespace, Name: name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	held := CredentialsFinalizer(pc.Name)
+	held := Finalizer(pc.Name)
 	if !slices.Contains(secret.Finalizers, held) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package scope
+package credentials
 
 import (
 	"context"
@@ -28,23 +28,23 @@ func TestTheCredentialsOfADeletedSecretAreForgotten(t *testing.T) {
 	used := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "used"}, Data: map[string][]byte{"apiKey": []byte("k1")}}
 	gone := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}, Data: map[string][]byte{"apiKey": []byte("k2")}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(used, gone).Build()
-	cache := &CredentialsCache{Metadata: c}
+	source := &Source{Reader: c, Clients: anyKey{}, Metadata: c}
 	for _, name := range []string{"used", "gone"} {
 		pc := &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
 			Spec: infrav1.PacketClusterSpec{CredentialsRef: &infrav1.SecretReference{Name: name}}}
-		if _, _, err := cache.Connect(ctx, c, anyKey{}, pc, DefaultCredentials{}); err != nil {
+		if _, _, err := source.Connect(ctx, pc); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := c.Delete(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
-	cache.Observe(ctx, used)
-	cache.Observe(ctx, gone)
-	if _, ok := cache.secrets[client.ObjectKeyFromObject(gone)]; ok {
+	source.Observe(ctx, used)
+	source.Observe(ctx, gone)
+	if _, ok := source.secrets[client.ObjectKeyFromObject(gone)]; ok {
 		t.Error("the deleted Secret's credentials are still kept")
 	}
-	if _, ok := cache.secrets[client.ObjectKeyFromObject(used)]; !ok {
+	if _, ok := source.secrets[client.ObjectKeyFromObject(used)]; !ok {
 		t.Error("the credentials of a Secret that still exists were dropped")
 	}
 }

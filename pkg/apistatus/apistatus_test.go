@@ -10,7 +10,7 @@ import (
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 func TestRecord(t *testing.T) {
@@ -28,7 +28,7 @@ func TestRecord(t *testing.T) {
 		requeueMin   time.Duration
 		requeueMax   time.Duration
 	}{
-		{name: "credentials", err: &scope.ErrCredentials{Err: errors.New("secret has no apiKey")},
+		{name: "credentials", err: &credentials.Error{Err: errors.New("secret has no apiKey")},
 			stepReason: infrav1.CredentialsInvalidReason, apiAvailable: metav1.ConditionFalse, requeueMin: SlowRetry, requeueMax: SlowRetry},
 		{name: "rate limited waits Retry-After plus jitter", err: apiErr(packet.KindRateLimited, 429),
 			stepReason: infrav1.RateLimitedReason, apiAvailable: metav1.ConditionFalse, requeueMin: 4 * time.Second, requeueMax: 4800 * time.Millisecond},
@@ -69,7 +69,7 @@ func TestRecord(t *testing.T) {
 
 func TestRecordNoStepSetsOnlyPacketAPIAvailable(t *testing.T) {
 	pc := &infrav1.PacketCluster{}
-	if _, err := Record(pc, NoStep, &scope.ErrCredentials{Err: errors.New("no key")}, SlowRetry); err != nil {
+	if _, err := Record(pc, NoStep, &credentials.Error{Err: errors.New("no key")}, SlowRetry); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(pc.Status.Conditions); n != 1 {

@@ -1,4 +1,4 @@
-package scope_test
+package credentials_test
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
 	"sigs.k8s.io/cluster-api-provider-packet/pkg/cloud/packet"
-	"sigs.k8s.io/cluster-api-provider-packet/pkg/scope"
+	"sigs.k8s.io/cluster-api-provider-packet/pkg/credentials"
 )
 
 // keyClients hands out a nil client for any key, recording the keys it was asked for.
@@ -26,21 +27,21 @@ func (k *keyClients) ClientFor(_, apiKey string) (packet.Client, error) {
 func TestCredentialsAreReadAgainOnlyWhenTheirSecretChanges(t *testing.T) {
 	ctx := context.Background()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "packet"}, Data: map[string][]byte{"apiKey": []byte("key-1")}}
-	base := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(secret).Build()
+	base := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(secret).Build()
 	reads := 0
+	clients := &keyClients{}
 	reader := interceptor.NewClient(base, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 		if _, whole := obj.(*corev1.Secret); whole {
 			reads++
 		}
 		return c.Get(ctx, key, obj, opts...)
 	}})
-	cache := &scope.CredentialsCache{Metadata: base}
+	source := &credentials.Source{Reader: reader, Clients: clients, Metadata: base}
 	pc := &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"},
 		Spec: infrav1.PacketClusterSpec{CredentialsRef: &infrav1.SecretReference{Name: "packet"}}}
-	clients := &keyClients{}
 	connect := func() {
 		t.Helper()
-		if _, _, err := cache.Connect(ctx, reader, clients, pc, scope.DefaultCredentials{}); err != nil {
+		if _, _, err := source.Connect(ctx, pc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +62,7 @@ func TestCredentialsAreReadAgainOnlyWhenTheirSecretChanges(t *testing.T) {
 	if err := base.Delete(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := cache.Connect(ctx, reader, clients, pc, scope.DefaultCredentials{}); err == nil {
+	if _, _, err := source.Connect(ctx, pc); err == nil {
 		t.Error("the Secret is gone, yet credentials were returned")
 	}
 }

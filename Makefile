@@ -132,8 +132,28 @@ test-cover: envtest-bins $(CLUSTERCTL) ## make test with coverage of every packa
 	go tool cover -func=$(ROOT)/out/coverage.out > $(ROOT)/out/coverage.txt
 	@tail -n 1 $(ROOT)/out/coverage.txt
 
+# test-all runs in two lanes side by side once the binaries are built: this provider's e2e suite,
+# the longest phase, which mostly waits on the simulator's clock, and everything else in turn,
+# Cluster API's e2e suite last. hack/phase.sh times each phase and the CPU use during it, and
+# prints the table at the end (docs/e2e.md); PHASES_KEEP=1 adds to a record begun by .ci/run.
 .PHONY: test-all
-test-all: test fuzz test-image soak-ci tilt-ci test-e2e ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and both e2e suites (CI runs this).
+test-all: ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and both e2e suites (CI runs this).
+	@[ -n "$(PHASES_KEEP)" ] || hack/phase.sh reset
+	@hack/phase.sh run build $(MAKE) --no-print-directory sandbox-bins $(TILT) kubectl $(IMAGE_ARCHIVE)
+	@$(MAKE) --no-print-directory -j2 -Otarget test-all-e2e-lane test-all-checks-lane; rc=$$?; hack/phase.sh report; exit $$rc
+
+.PHONY: test-all-e2e-lane
+test-all-e2e-lane:
+	@hack/phase.sh run e2e-packet $(MAKE) --no-print-directory test-e2e-packet
+
+.PHONY: test-all-checks-lane
+test-all-checks-lane:
+	@hack/phase.sh run test $(MAKE) --no-print-directory test
+	@hack/phase.sh run fuzz $(MAKE) --no-print-directory fuzz
+	@hack/phase.sh run image $(MAKE) --no-print-directory test-image
+	@hack/phase.sh run soak $(MAKE) --no-print-directory soak-ci
+	@hack/phase.sh run tilt-ci $(MAKE) --no-print-directory tilt-ci
+	@hack/phase.sh run e2e-capi $(MAKE) --no-print-directory test-e2e-capi CAPI_GINKGO_FLAGS='-ginkgo.label-filter=ci $(CAPI_GINKGO_FLAGS)'
 
 .PHONY: bench
 bench: ## Run the Go benchmarks.

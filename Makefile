@@ -179,6 +179,10 @@ bench-shards: envtest-bins build ## Two managers sharded with --watch-filter pro
 bench-secrets: envtest-bins build ## The manager's memory next to 5,000 unrelated 100 KiB Secrets (SECRETS_MANAGER to compare another build).
 	go run ./test/scale secrets --secrets 5000 --secret-size 102400 --provisioning 10s --rate 50 --manager $(or $(SECRETS_MANAGER),$(BIN)/manager)
 
+.PHONY: bench-shutdown
+bench-shutdown: envtest-bins build ## SIGTERM a manager while 20 device creates wait 25 s each for Packet's answer; print how long it took to exit (SHUTDOWN_MANAGER to compare another build).
+	go run ./test/scale shutdown --machines 20 --manager $(or $(SHUTDOWN_MANAGER),$(BIN)/manager)
+
 .PHONY: soak
 soak: envtest-bins $(KUBE_CONTROLLER_MANAGER) build ## 50 machines, Packet API faults, two leader-elected managers whose leader is SIGKILLed, a namespace deleted, for 5 minutes; fails on any duplicate, leak, slow takeover, panic or leaked secret.
 	go run ./test/scale soak --machines $(or $(SOAK_MACHINES),50) --chaos $(or $(SOAK_CHAOS),5m) --provisioning 30s --rate 20 --manager $(BIN)/manager \

@@ -33,13 +33,13 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || !slices.Contains([]string{"bench", "soak", "secrets", "shards"}, os.Args[1]) {
-		fmt.Fprintln(os.Stderr, "usage: scale bench|soak|secrets|shards [flags]; see -h")
+	if len(os.Args) < 2 || !slices.Contains([]string{"bench", "soak", "secrets", "shards", "shutdown"}, os.Args[1]) {
+		fmt.Fprintln(os.Stderr, "usage: scale bench|soak|secrets|shards|shutdown [flags]; see -h")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
 	fs := flag.NewFlagSet(mode, flag.ExitOnError)
-	machines := fs.String("machines", map[string]string{"bench": "10,100,1000", "soak": "50", "secrets": "3", "shards": "2000"}[mode],
+	machines := fs.String("machines", map[string]string{"bench": "10,100,1000", "soak": "50", "secrets": "3", "shards": "2000", "shutdown": "20"}[mode],
 		"machine counts (comma-separated for bench; for shards, split evenly between them)")
 	provisioning := fs.Duration("provisioning", 60*time.Second, "device provisioning time on the simulator")
 	rate := fs.Float64("rate", 10, "simulator rate limit, requests per second per API token")
@@ -101,6 +101,8 @@ func run(ctx context.Context, mode, machines string, chaos time.Duration, opts h
 		return runSoakMode(ctx, env, opts, counts[0], chaos)
 	case "shards":
 		return runShardsMode(ctx, env, opts, counts[0])
+	case "shutdown":
+		return runShutdownMode(ctx, env, opts, counts[0])
 	}
 	return runBenchMode(ctx, env, opts, counts)
 }
@@ -136,6 +138,20 @@ func runSecretsMode(ctx context.Context, env *helpers.TestEnvironment, opts harn
 	}
 	defer h.close()
 	res, err := runSecrets(ctx, h, n, secretsOpts.count, secretsOpts.size)
+	if err != nil {
+		return err
+	}
+	res.print(os.Stdout, opts.managerBin)
+	return nil
+}
+
+func runShutdownMode(ctx context.Context, env *helpers.TestEnvironment, opts harnessOptions, n int) error {
+	h, err := newHarness(ctx, env, opts)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	res, err := runShutdown(ctx, h, n, 25*time.Second)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/packethost/packngo"
-	"golang.org/x/time/rate"
 )
 
 // Client is what the controllers need from Packet.
@@ -182,12 +181,19 @@ func New(opts Options) (Client, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	httpClient := &http.Client{Timeout: opts.Timeout, Transport: metricsTransport{next: next}}
-	newAPI := func() (*packngo.Client, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	// One pipeline for each API of the key, the same code: each API keeps its own budget and
+	// its own 429 pause, as Packet keeps them.
+	metal := newPipeline(next, opts.QPS, opts.Burst, opts.Now, "Packet")
+	lbaas := newPipeline(next, opts.QPS, opts.Burst, opts.Now, "the load-balancer API")
+	newAPI := func() (*pooledAPI, error) {
+		calls := &callContext{next: metal}
 		pc, err := packngo.NewClient(
 			packngo.WithAuth(consumerToken, opts.APIKey),
 			packngo.WithBaseURL(NormalizeAPIURL(opts.APIURL)),
-			packngo.WithHTTPClient(httpClient),
+			packngo.WithHTTPClient(&http.Client{Timeout: opts.Timeout, Transport: calls}),
 		)
 		if err != nil {
 			return nil, fmt.Errorf("creating Packet client: %w", err)
@@ -195,19 +201,17 @@ func New(opts Options) (Client, error) {
 		if opts.UserAgent != "" {
 			pc.UserAgent = opts.UserAgent + " " + pc.UserAgent
 		}
-		return pc, nil
+		return &pooledAPI{api: pc, calls: calls}, nil
 	}
 	if _, err := newAPI(); err != nil { // fail now on a bad URL, not on the first call
 		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: opts.Now}
+	c := &client{pageSize: opts.PageSize, now: opts.Now, apiKey: opts.APIKey}
+	lbaasHTTP := &http.Client{Timeout: opts.Timeout, Transport: lbaas}
 	c.lbaas = &lbaasClient{baseURL: normalizeBaseURL(opts.LBaaSURL, DefaultLBaaSURL), userAgent: opts.UserAgent,
-		http: httpClient, limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), now: opts.Now,
+		http: lbaasHTTP, now: opts.Now,
 		tokens: &tokenSource{exchangeURL: cmp.Or(opts.TokenExchangeURL, DefaultTokenExchangeURL), apiKey: opts.APIKey,
-			userAgent: opts.UserAgent, http: httpClient, now: opts.Now}}
+			userAgent: opts.UserAgent, http: lbaasHTTP, now: opts.Now}}
 	if opts.DeviceSnapshotMaxAge == 0 {
 		opts.DeviceSnapshotMaxAge = SnapshotMaxAge(opts.QPS)
 	}
@@ -228,83 +232,47 @@ func New(opts Options) (Client, error) {
 type client struct {
 	// apis holds packngo clients, one per concurrent call: a packngo.Client records the rate
 	// limit headers of every response in itself, so it cannot serve two calls at once. They
-	// share one http.Client and so its connections.
+	// share one pipeline and so its budget and its connections.
 	apis     sync.Pool
-	limiter  *rate.Limiter
 	pageSize int
 	now      func() time.Time
+	// apiKey is only ever taken out of texts (redact).
+	apiKey string
 	// snapshots answer DeviceStatus; nil when turned off.
 	snapshots *deviceSnapshots
 	// lbaas speaks the load-balancer API.
 	lbaas *lbaasClient
 	// facilities answers ListFacilities.
 	facilities facilityCache
-
-	mu sync.Mutex
-	// blockedUntil is when Packet's last 429 stops applying. Until then calls fail fast
-	// instead of spending requests that would be refused too.
-	blockedUntil time.Time
 }
 
-// do runs one packngo call under the client's request budget and classifies its error.
+// pooledAPI is a packngo client with the callContext its requests carry.
+type pooledAPI struct {
+	api   *packngo.Client
+	calls *callContext
+}
+
+// do runs one packngo call with the reconcile's context, through the pipeline's budget and
+// 429 pause, and classifies its error.
 func (c *client) do(ctx context.Context, operation string, call func(api *packngo.Client) (*packngo.Response, error)) error {
-	if wait := c.rateLimitedFor(); wait > 0 && (wait > shortRateLimitPause || !pause(ctx, wait)) {
-		return &Error{Kind: KindRateLimited, Operation: operation, RetryAfter: wait,
-			Messages: []string{fmt.Sprintf("waiting %s for Packet's rate limit to reset", wait.Round(time.Second))}}
-	}
-	if err := c.limiter.Wait(ctx); err != nil {
-		return err
-	}
-	api := c.apis.Get().(*packngo.Client)
-	_, err := call(api)
-	c.apis.Put(api)
+	p := c.apis.Get().(*pooledAPI)
+	p.calls.ctx = ctx
+	_, err := call(p.api)
+	p.calls.ctx = nil
+	c.apis.Put(p)
 	e := classify(operation, err, c.now())
-	if e == nil {
-		return nil
+	if e != nil && e.Kind == KindTransient && ctx.Err() != nil {
+		return ctx.Err() // the reconcile ended the call, not Packet
 	}
-	if e.Kind == KindRateLimited {
-		c.mu.Lock()
-		if until := c.now().Add(e.RetryAfter); until.After(c.blockedUntil) {
-			c.blockedUntil = until
-		}
-		c.mu.Unlock()
-	}
-	return e
+	return redactError(e, c.apiKey)
 }
 
 // doObserved is do, also returning when the call was sent (after the budget's wait): the time a
 // device's answer shows it at (Device.ObservedAt).
 func (c *client) doObserved(ctx context.Context, operation string, call func(api *packngo.Client) (*packngo.Response, error)) (time.Time, error) {
 	var sent time.Time
-	err := c.do(ctx, operation, func(api *packngo.Client) (*packngo.Response, error) {
-		sent = c.now()
-		return call(api)
-	})
+	err := c.do(withSentAt(ctx, &sent), operation, call)
 	return sent, err
-}
-
-// shortRateLimitPause is the longest pause after a 429 that callers wait out, as they wait for
-// the client's own limiter, instead of failing at once. Packet's usual Retry-After is a second:
-// failing every call meanwhile would have each machine that happens to reconcile record the 429
-// in its conditions, and write them twice. The call that received the 429 still reports it.
-const shortRateLimitPause = 2 * time.Second
-
-// pause waits d, and reports false if ctx ends first.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (c *client) rateLimitedFor() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.blockedUntil.Sub(c.now())
 }
 
 // hasAllTags reports whether have contains every tag in want.

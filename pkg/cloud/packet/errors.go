@@ -150,6 +150,12 @@ func classify(operation string, err error, now time.Time) *Error {
 	if err == nil {
 		return nil
 	}
+	var own *Error
+	if errors.As(err, &own) { // the pipeline's: Packet's 429 pause still applies
+		e := *own
+		e.Operation = operation
+		return &e
+	}
 	var apiErr *packngo.ErrorResponse
 	if !errors.As(err, &apiErr) || apiErr.Response == nil {
 		// No usable response: connection errors, timeouts, truncated or non-JSON bodies.
@@ -221,4 +227,16 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return defaultRetryAfter
+}
+
+// redactError takes the secrets out of the texts of e, which an answer may have echoed, and
+// returns it as an error (nil when e is nil).
+func redactError(e *Error, secrets ...string) error {
+	if e == nil {
+		return nil
+	}
+	for i, m := range e.Messages {
+		e.Messages[i] = redact(m, secrets...)
+	}
+	return e
 }

@@ -11,38 +11,28 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
-// lbaasClient speaks the load-balancer API for one Metal API key. It keeps the Metal client's
-// habits: a request budget of its own (LBaaS is a separate service with separate limits), a
-// pause after a 429, errors classified into the same kinds, every request in the capp_api_*
-// metrics, and neither the key nor a token in any error or log line.
+// lbaasClient speaks the load-balancer API for one Metal API key. Its http.Client's transport is
+// a pipeline of its own (LBaaS is a separate service with separate limits), the same code as the
+// Metal client's: the budget, the pause after a 429, the metrics. Its errors are classified into
+// the same kinds, and neither the key nor a token is in any error or log line.
 type lbaasClient struct {
 	baseURL   string
 	userAgent string
 	http      *http.Client
 	tokens    *tokenSource
-	limiter   *rate.Limiter
 	now       func() time.Time
-
-	mu           sync.Mutex
-	blockedUntil time.Time
 }
 
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 64 << 10
 
-// do sends one request under the budget and decodes the answer into out (nil: ignore it). A
+// do sends one request through the pipeline and decodes the answer into out (nil: ignore it). A
 // 401 with a token that was cached is answered once more with a fresh token: LBaaS may end a
 // token before its expires_in says, and the next exchange fixes that.
 func (c *lbaasClient) do(ctx context.Context, method, path string, body, out any) error {
 	op := lbaasOperation(method, path)
-	if wait := c.rateLimitedFor(); wait > 0 {
-		return &Error{Kind: KindRateLimited, Operation: op, RetryAfter: wait,
-			Messages: []string{fmt.Sprintf("waiting %s for the load-balancer API's rate limit to reset", wait.Round(time.Second))}}
-	}
 	var payload []byte
 	if body != nil {
 		var err error
@@ -55,23 +45,20 @@ func (c *lbaasClient) do(ctx context.Context, method, path string, body, out any
 		if err != nil {
 			return err
 		}
-		if err := c.limiter.Wait(ctx); err != nil {
-			return err
-		}
 		status, header, answer, err := c.send(ctx, method, path, token, payload)
 		if err != nil {
-			return &Error{Kind: KindTransient, Operation: op, Messages: []string{err.Error()}, err: err}
+			e := classify(op, err, c.now())
+			if e.Kind == KindTransient && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return e
 		}
 		if status == http.StatusUnauthorized && !fresh && attempt == 0 {
 			c.tokens.forget(token)
 			continue
 		}
 		if status >= 300 {
-			e := classifyStatus(op, status, errorMessages(answer), header, c.now(), nil)
-			if e.Kind == KindRateLimited {
-				c.blockUntil(c.now().Add(e.RetryAfter))
-			}
-			return e
+			return redactError(classifyStatus(op, status, errorMessages(answer), header, c.now(), nil), token, c.tokens.apiKey)
 		}
 		if out == nil || len(bytes.TrimSpace(answer)) == 0 {
 			return nil
@@ -115,20 +102,6 @@ func (c *lbaasClient) send(ctx context.Context, method, path, token string, payl
 		return 0, nil, nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	return resp.StatusCode, resp.Header, answer, nil
-}
-
-func (c *lbaasClient) rateLimitedFor() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.blockedUntil.Sub(c.now())
-}
-
-func (c *lbaasClient) blockUntil(until time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if until.After(c.blockedUntil) {
-		c.blockedUntil = until
-	}
 }
 
 // errorMessages reads the API's error texts: {"errors":[...]}, {"error":"..."} or

@@ -134,6 +134,14 @@ func (s *Server) Requests() []Request { return s.recorder.snapshot() }
 // Counters returns the number of requests per route ("GET /devices/{id}").
 func (s *Server) Counters() map[string]int { return s.recorder.counters() }
 
+// InFlight is how many requests of route ("POST /projects/{id}/devices") are being served now:
+// arrived, and not yet answered.
+func (s *Server) InFlight(route string) int {
+	s.recorder.mu.Lock()
+	defer s.recorder.mu.Unlock()
+	return s.recorder.inFlight[route]
+}
+
 // Control API over HTTP. It needs no token: it is for the test harness.
 func (s *Server) controlRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /_sim/clock", s.handleClock)

@@ -37,13 +37,22 @@ type recorder struct {
 	max      int
 	requests []Request
 	counts   map[string]int
+	// inFlight counts the requests of each route being served.
+	inFlight map[string]int
+}
+
+// arrive adds delta to the requests of route being served.
+func (rc *recorder) arrive(route string, delta int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.inFlight[route] += delta
 }
 
 func newRecorder(max int) *recorder {
 	if max <= 0 {
 		max = 50000
 	}
-	return &recorder{max: max, counts: map[string]int{}}
+	return &recorder{max: max, counts: map[string]int{}, inFlight: map[string]int{}}
 }
 
 func (rc *recorder) add(req Request) {

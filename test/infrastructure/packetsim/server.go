@@ -341,6 +341,11 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	w := &statusWriter{ResponseWriter: rw}
 	lbRoute, isLBaaS := s.matchRoute(r)
 	isAPI := strings.HasPrefix(r.URL.Path, apiPrefix+"/") || isLBaaS
+	if isAPI {
+		route := routeOf(r)
+		s.recorder.arrive(route, 1)
+		defer s.recorder.arrive(route, -1)
+	}
 	body := bufferBody(r, isAPI)
 	w.record = func() { s.finish(w, r, start, isAPI, body) }
 	checked := isAPI && !isLBaaS && s.conformance != nil

@@ -34,17 +34,34 @@ func stalledAPI(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // A packngo call takes no context, yet a reconcile that ends (the manager stopping, its
 // leadership lost) ends its request in flight, not the HTTP timeout an hour later.
 func TestAnEndedReconcileEndsItsRequestInFlight(t *testing.T) {
+	expectEndsWithItsReconcile(t, func(ctx context.Context, c packet.Client) error {
+		_, err := c.GetDevice(ctx, "00000000-0000-4000-8000-00000000dead")
+		return err
+	})
+}
+
+// Both APIs' requests go through the same pipeline: the load-balancer API's calls end with the
+// reconcile too.
+func TestAnEndedReconcileEndsALoadBalancerRequestInFlight(t *testing.T) {
+	expectEndsWithItsReconcile(t, func(ctx context.Context, c packet.Client) error {
+		_, err := c.ListLoadBalancers(ctx, "00000000-0000-4000-8000-000000000001")
+		return err
+	})
+}
+
+// expectEndsWithItsReconcile makes call at a Packet that does not answer, ends its context once
+// the request has arrived, and expects the call to end with context.Canceled.
+func expectEndsWithItsReconcile(t *testing.T, call func(context.Context, packet.Client) error) {
+	t.Helper()
 	srv, arrived := stalledAPI(t)
-	c, err := packet.New(packet.Options{APIURL: srv.URL + "/metal/v1", APIKey: apiKey, Timeout: time.Hour})
+	c, err := packet.New(packet.Options{APIURL: srv.URL + "/metal/v1", APIKey: apiKey, Timeout: time.Hour,
+		LBaaSURL: srv.URL + "/lbaas", TokenExchangeURL: srv.URL + "/exchange"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		_, err := c.GetDevice(ctx, "00000000-0000-4000-8000-00000000dead")
-		done <- err
-	}()
+	go func() { done <- call(ctx, c) }()
 	for arrived.Load() == 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -56,35 +73,6 @@ func TestAnEndedReconcileEndsItsRequestInFlight(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call is still waiting for Packet after its reconcile ended")
-	}
-}
-
-// Both APIs' requests go through the same pipeline: the load-balancer API's calls end with the
-// reconcile too.
-func TestAnEndedReconcileEndsALoadBalancerRequestInFlight(t *testing.T) {
-	srv, arrived := stalledAPI(t)
-	c, err := packet.New(packet.Options{APIURL: srv.URL + "/metal/v1", APIKey: apiKey, Timeout: time.Hour,
-		LBaaSURL: srv.URL + "/lbaas", TokenExchangeURL: srv.URL + "/exchange"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.ListLoadBalancers(ctx, "00000000-0000-4000-8000-000000000001")
-		done <- err
-	}()
-	for arrived.Load() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("the call ended with %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the load-balancer call is still waiting after its reconcile ended")
 	}
 }
 

@@ -30,6 +30,9 @@ type Client interface {
 	// same list as DeviceStatus when that list, taken later, shows the device deprovisioning or
 	// (a complete list) not at all, reported as KindNotFound; read by ID otherwise.
 	DeletionStatus(ctx context.Context, projectID, id string, deleteAsked time.Time) (*Device, error)
+	// DeprovisioningTime is how long Packet took lately to deprovision the project's devices
+	// this client deleted, as the project's lists showed them gone; 0 when not measured.
+	DeprovisioningTime(projectID string) time.Duration
 	// FindDevicesByTags returns the project's devices that carry every tag.
 	FindDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error)
 	// RecentDevicesByTags is FindDevicesByTags answered from the same list as DeviceStatus, so

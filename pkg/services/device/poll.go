@@ -102,11 +102,6 @@ func timeToEnd(pct, rate float64) time.Duration {
 	return time.Duration((100 - pct) / rate * float64(time.Second))
 }
 
-// deletionPoll is when to look again at a device whose deletion was requested elapsed ago.
-func deletionPoll(elapsed time.Duration, lo, hi time.Duration) time.Duration {
-	return clamp(2*elapsed, lo, hi)
-}
-
 func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
 
 // Progress remembers the last provisioning percentage seen of each device, to measure its rate,

@@ -132,7 +132,9 @@ type Options struct {
 	UserAgent string
 	// Timeout bounds each HTTP request; packngo has none of its own. Default 30s.
 	Timeout time.Duration
-	// QPS and Burst cap the request rate of this client (one per API key). 0 means 10 and 20.
+	// QPS and Burst cap the request rate of this client (one per API key): Packet's refill and
+	// bucket for the key, of which the client's limiter keeps one request in hand
+	// (limiterBurst). 0 means 10 and 20.
 	QPS   float64
 	Burst int
 	// Transport is the HTTP transport to use; nil means http.DefaultTransport.
@@ -206,9 +208,9 @@ func New(opts Options) (Client, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), pageSize: opts.PageSize, now: opts.Now}
+	c := &client{limiter: rate.NewLimiter(rate.Limit(opts.QPS), limiterBurst(opts.Burst)), pageSize: opts.PageSize, now: opts.Now}
 	c.lbaas = &lbaasClient{baseURL: normalizeBaseURL(opts.LBaaSURL, DefaultLBaaSURL), userAgent: opts.UserAgent,
-		http: httpClient, limiter: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst), now: opts.Now,
+		http: httpClient, limiter: rate.NewLimiter(rate.Limit(opts.QPS), limiterBurst(opts.Burst)), now: opts.Now,
 		tokens: &tokenSource{exchangeURL: cmp.Or(opts.TokenExchangeURL, DefaultTokenExchangeURL), apiKey: opts.APIKey,
 			userAgent: opts.UserAgent, http: httpClient, now: opts.Now}}
 	if opts.DeviceSnapshotMaxAge == 0 {
@@ -226,6 +228,14 @@ func New(opts Options) (Client, error) {
 	}
 	return c, nil
 }
+
+// limiterBurst is the burst of the client's limiter for a key whose bucket at Packet holds burst
+// requests: one less. The limiter counts a request when it lets it go, Packet when it arrives, and
+// a burst arrives spread out (concurrent requests queue for connections and for the server), so
+// its last request can arrive later than the one the limiter lets go a refill interval after it:
+// with Packet's bucket as empty as the limiter's, that one is refused. A request in hand absorbs
+// up to a refill interval of that.
+func limiterBurst(burst int) int { return max(1, burst-1) }
 
 // client implements Client over packngo.
 type client struct {

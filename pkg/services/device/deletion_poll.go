@@ -28,9 +28,6 @@ func (s *Service) firstDeletionLook() time.Duration {
 	return min(s.expectedDeprovisioning()+s.opts.SnapshotMaxAge, s.opts.PollMax)
 }
 
-// minDeletionLook bounds how soon a look follows another at a device still deprovisioning.
-const minDeletionLook = time.Second
-
 // nextDeletionLook is when, from now, to look again at a device whose deletion was asked at
 // requestedAt and that Packet showed deprovisioning at dev.ObservedAt (deletionLook).
 func (s *Service) nextDeletionLook(dev *packet.Device, requestedAt time.Time) time.Duration {
@@ -50,9 +47,9 @@ func (s *Service) nextDeletionLook(dev *packet.Device, requestedAt time.Time) ti
 func deletionLook(age, sinceSeen, expected, lo, hi, margin time.Duration) time.Duration {
 	switch {
 	case age < expected:
-		return max(minDeletionLook, expected-age+margin-sinceSeen)
+		return max(minNextList, expected-age+margin-sinceSeen)
 	case age < expected+lo:
-		return max(minDeletionLook, margin-sinceSeen)
+		return max(minNextList, margin-sinceSeen)
 	}
 	return clamp(2*age, lo, hi)
 }

@@ -19,7 +19,7 @@ func TestDeletionLookAimsAtTheExpectedEndThenFollowsEachList(t *testing.T) {
 		{"early, counted from when Packet showed it", 5 * time.Second, 4 * time.Second, 23 * time.Second},
 		{"just past the end: the next list", 31 * time.Second, 0, margin},
 		{"past the end, answered by a list a second old: the list after it", 31 * time.Second, time.Second, time.Second},
-		{"no sooner than a second", 31 * time.Second, 5 * time.Second, minDeletionLook},
+		{"no sooner than a second", 31 * time.Second, 5 * time.Second, minNextList},
 		{"long past the end: twice the time spent", 45 * time.Second, 0, 90 * time.Second},
 		{"very long past: at most hi", 10 * time.Minute, 0, hi},
 	} {

@@ -132,7 +132,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.packetAPIQPS, "packet-api-qps", 10,
 		"Maximum Packet API requests per second for each API key. Under 5, lists of a project's devices are also kept longer than 2s (at 2, 5s), so they take no more than a tenth of it.")
 	fs.IntVar(&o.packetAPIBurst, "packet-api-burst", 20,
-		"Maximum burst of Packet API requests for each API key.")
+		"Maximum burst of Packet API requests for each API key: the key's bucket at Packet; the manager keeps one request of it in hand.")
 	fs.Int64Var(&o.bgpLocalASN, "bgp-local-asn", 65000,
 		"ASN that KUBE_VIP clusters announce their elastic IP from, unless a PacketCluster sets spec.bgp.localASN.")
 	fs.StringSliceVar(&o.defaultKeyProjects, "default-key-projects", nil,

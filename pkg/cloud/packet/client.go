@@ -29,6 +29,9 @@ type Client interface {
 	// same list as DeviceStatus when that list, taken later, shows the device deprovisioning or
 	// (a complete list) not at all, reported as KindNotFound; read by ID otherwise.
 	DeletionStatus(ctx context.Context, projectID, id string, deleteAsked time.Time) (*Device, error)
+	// DeprovisioningTime is how long Packet took lately to deprovision the project's devices
+	// this client deleted, as the project's lists showed them gone; 0 when not measured.
+	DeprovisioningTime(projectID string) time.Duration
 	// FindDevicesByTags returns the project's devices that carry every tag.
 	FindDevicesByTags(ctx context.Context, projectID string, tags ...string) ([]Device, error)
 	// RecentDevicesByTags is FindDevicesByTags answered from the same list as DeviceStatus, so
@@ -128,7 +131,9 @@ type Options struct {
 	UserAgent string
 	// Timeout bounds each HTTP request; packngo has none of its own. Default 30s.
 	Timeout time.Duration
-	// QPS and Burst cap the request rate of this client (one per API key). 0 means 10 and 20.
+	// QPS and Burst cap the request rate of this client (one per API key): Packet's refill and
+	// bucket for the key, of which the client's limiter keeps one request in hand
+	// (limiterBurst). 0 means 10 and 20.
 	QPS   float64
 	Burst int
 	// Transport is the HTTP transport to use; nil means http.DefaultTransport.
@@ -186,8 +191,8 @@ func New(opts Options) (Client, error) {
 	}
 	// One pipeline for each API of the key, the same code: each API keeps its own budget and
 	// its own 429 pause, as Packet keeps them.
-	metal := newPipeline(next, opts.QPS, opts.Burst, opts.Now, "Packet")
-	lbaas := newPipeline(next, opts.QPS, opts.Burst, opts.Now, "the load-balancer API")
+	metal := newPipeline(next, opts.QPS, limiterBurst(opts.Burst), opts.Now, "Packet")
+	lbaas := newPipeline(next, opts.QPS, limiterBurst(opts.Burst), opts.Now, "the load-balancer API")
 	newAPI := func() (*pooledAPI, error) {
 		calls := &callContext{next: metal}
 		pc, err := packngo.NewClient(
@@ -227,6 +232,14 @@ func New(opts Options) (Client, error) {
 	}
 	return c, nil
 }
+
+// limiterBurst is the burst of the client's limiter for a key whose bucket at Packet holds burst
+// requests: one less. The limiter counts a request when it lets it go, Packet when it arrives, and
+// a burst arrives spread out (concurrent requests queue for connections and for the server), so
+// its last request can arrive later than the one the limiter lets go a refill interval after it:
+// with Packet's bucket as empty as the limiter's, that one is refused. A request in hand absorbs
+// up to a refill interval of that.
+func limiterBurst(burst int) int { return max(1, burst-1) }
 
 // client implements Client over packngo.
 type client struct {

@@ -105,11 +105,14 @@ func (c *client) CreateDevice(ctx context.Context, req CreateDeviceRequest) (*De
 }
 
 func (c *client) DeleteDevice(ctx context.Context, id string) error {
-	err := c.do(ctx, "DELETE /devices/{id}", func(api *packngo.Client) (*packngo.Response, error) {
+	sent, err := c.doObserved(ctx, "DELETE /devices/{id}", func(api *packngo.Client) (*packngo.Response, error) {
 		return api.Devices.Delete(id, false)
 	})
 	if IsNotFound(err) {
 		return nil
+	}
+	if err == nil && c.snapshots != nil {
+		c.snapshots.deleteSent(id, sent)
 	}
 	return err
 }

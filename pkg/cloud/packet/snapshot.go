@@ -66,6 +66,9 @@ type deviceSnapshots struct {
 
 	mu       sync.Mutex
 	projects map[string]*projectSnapshot
+	// deletes are when this client sent the deletes of devices no list has shown gone yet
+	// (deprovisioning.go).
+	deletes map[string]time.Time
 }
 
 // projectSnapshot is the last list of one project's devices.
@@ -91,6 +94,8 @@ type projectSnapshot struct {
 	// tooBig is set when the project had more than maxSnapshotDevices devices: its devices are
 	// read by ID until the snapshot is older than snapshotIdleTTL and worth trying again.
 	tooBig bool
+	// deprovisioned are the deprovisioning times measured from this project's lists.
+	deprovisioned []timedDuration
 }
 
 // createdDevice is a device as Packet's answer to its create showed it, and when.
@@ -300,6 +305,7 @@ func snapshotListOptions(page, perPage int) *packngo.ListOptions {
 // than maxSnapshotDevices devices gets no snapshot until its next refresh.
 func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *projectSnapshot) (listing, error) {
 	takenAt := c.snapshots.now()
+	var firstSent time.Time
 	devices := map[string]Device{}
 	largest := 0
 	defer func() { p.pageBytes = largest }()
@@ -314,6 +320,9 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 		})
 		if err != nil {
 			return listing{}, err
+		}
+		if page == 1 {
+			firstSent = sent
 		}
 		// takenAt, when the list was asked for, is what "a list taken after X" means; a
 		// device's percentage is as of its page's request, which may be sent seconds later
@@ -335,6 +344,10 @@ func (c *client) refreshSnapshot(ctx context.Context, projectID string, p *proje
 	c.snapshots.mu.Lock()
 	defer c.snapshots.mu.Unlock()
 	carryFirstReadings(p.devices, devices)
+	if page == 1 && devices != nil && p.devices != nil {
+		// One answer, as of when it was sent: what it does not show was gone by then.
+		c.snapshots.learnDeprovisioned(p, p.devices, devices, firstSent)
+	}
 	p.takenAt, p.devices, p.tooBig, p.onePage = takenAt, devices, devices == nil, page == 1
 	for id, d := range p.created {
 		if d.at.Before(takenAt) {

@@ -117,13 +117,8 @@ func (s *Service) askDelete(ctx context.Context, id string, again bool) (bool, c
 	// In the status, which this reconcile writes anyway: an annotation would cost a second write.
 	pm.Status.DeviceDeletionRequestedAt = &metav1.Time{Time: s.opts.Now()}
 	s.removeAnnotation(DeleteRequestedAnnotation)
-	// The first look comes after two of the shortest polls (20 s), then the interval doubles
-	// (deletionPoll). Each second the PacketMachine outlives its device holds up whoever waits
-	// for it (a KubeadmControlPlane rollout step, a Cluster's deletion), and a look is usually a
-	// share of the list every machine being deleted reads; but a look that finds the device
-	// still deprovisioning costs a reconcile and a status write, and Packet takes tens of
-	// seconds.
-	return false, ctrl.Result{RequeueAfter: min(2*s.opts.PollMin, s.opts.PollMax)}, nil
+	// The first look is aimed at when the device is expected gone (deletion_poll.go).
+	return false, ctrl.Result{RequeueAfter: s.firstDeletionLook()}, nil
 }
 
 // lookBeforeDelete returns the recorded device and the other devices tagged for this machine
@@ -179,7 +174,7 @@ func (s *Service) deprovisioning(dev *packet.Device, requestedAt time.Time) (tim
 	age := s.opts.Now().Sub(requestedAt)
 	if age < s.opts.DeleteDeadline {
 		apistatus.Answered(pm)
-		return deletionPoll(age, s.opts.PollMin, s.opts.PollMax), true
+		return s.nextDeletionLook(dev, requestedAt), true
 	}
 	// Far longer than Packet takes: say so (a Warning event with the condition) and ask again.
 	s.setCondition(metav1.ConditionFalse, infrav1.DeviceDeletionStuckReason, fmt.Sprintf(

@@ -201,3 +201,25 @@ func TestDeviceTagsKeepIdentityFirstAndDropReservedUserTags(t *testing.T) {
 		t.Fatalf("deviceTags = %v, want %v", got, want)
 	}
 }
+
+// A look answered by the same list as the look before sees the same percentage: that is no sign
+// the device stopped, so the next look waits for the next list, not for lo.
+func TestNextLookAnsweredByTheSameListWaitsForTheNextList(t *testing.T) {
+	lo, hi, margin := 10*time.Second, 2*time.Minute, 5*time.Second
+	t0 := time.Unix(1000, 0)
+	p := NewProgress()
+	dev := &packet.Device{ID: "d", State: packet.DeviceStateProvisioning, CreatedAt: t0,
+		ObservedAt: t0.Add(50 * time.Second), ProvisioningPercentage: 90}
+	p.nextLook(dev, "k", t0.Add(50*time.Second), lo, hi, margin)
+	if got, want := p.nextLook(dev, "k", t0.Add(52*time.Second), lo, hi, margin), 3*time.Second; got != want {
+		t.Errorf("look answered by the same list = %s, want %s (when the next list is due)", got, want)
+	}
+	if got := p.nextLook(dev, "k", t0.Add(60*time.Second), lo, hi, margin); got != minNextList {
+		t.Errorf("look answered by the same, long expired list = %s, want %s", got, minNextList)
+	}
+	later := *dev
+	later.ObservedAt = t0.Add(55 * time.Second)
+	if got := p.nextLook(&later, "k", t0.Add(55*time.Second), lo, hi, margin); got < lo {
+		t.Errorf("look answered by a newer list showing no progress = %s, want at least lo (%s)", got, lo)
+	}
+}

@@ -20,6 +20,9 @@ import (
 // default this), so that list was taken after the end.
 const estimateMargin = packet.DefaultSnapshotMaxAge
 
+// minNextList bounds how soon a look that waits for the project's next list follows the last.
+const minNextList = time.Second
+
 // provisioningPoll is when to look again at a device that is being provisioned.
 func (s *Service) provisioningPoll(dev *packet.Device) time.Duration {
 	pm := s.scope.PacketMachine
@@ -48,6 +51,12 @@ func (p *Progress) nextLook(dev *packet.Device, kind string, now time.Time, lo, 
 	pct := float64(dev.ProvisioningPercentage)
 	var rate float64
 	if dev.State == packet.DeviceStateProvisioning {
+		if p.shownBefore(dev.ID, seen) {
+			// Answered by the list that answered the last look, or an older one: it shows what
+			// that one showed, so it is no sign that the device stopped progressing, and the
+			// next list may show it done. Waiting lo would report such a device lo late.
+			return max(minNextList, margin-now.Sub(seen))
+		}
 		if r := dev.FirstReading; r != nil && r.At.Before(seen) {
 			p.seed(dev.ID, r.At, float64(r.Percentage))
 		}
@@ -100,11 +109,6 @@ func pollInterval(elapsed time.Duration, pct, rate float64, typical, lo, hi, mar
 // to reach 100.
 func timeToEnd(pct, rate float64) time.Duration {
 	return time.Duration((100 - pct) / rate * float64(time.Second))
-}
-
-// deletionPoll is when to look again at a device whose deletion was requested elapsed ago.
-func deletionPoll(elapsed time.Duration, lo, hi time.Duration) time.Duration {
-	return clamp(2*elapsed, lo, hi)
 }
 
 func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
@@ -171,6 +175,18 @@ func (p *Progress) typical(kind string, now time.Time) time.Duration {
 		}
 	}
 	return shortest
+}
+
+// shownBefore reports whether the device's last recorded reading is from at or later: a look
+// answered by the same list as the one before.
+func (p *Progress) shownBefore(id string, at time.Time) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev, ok := p.samples[id]
+	return ok && !at.After(prev.at)
 }
 
 // observe records pct for the device and returns the rate since the previous observation, in

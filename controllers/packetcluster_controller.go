@@ -159,6 +159,9 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, pc, infrav1.PacketClusterFinalizer); err != nil || added {
 		return ctrl.Result{}, err
 	}
+	if err := scope.DropInvalidConditions(ctx, r.Client, pc); err != nil { // the previous provider's
+		return ctrl.Result{}, err
+	}
 	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pc); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}

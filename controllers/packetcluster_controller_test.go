@@ -353,7 +353,8 @@ var _ = Describe("PacketCluster reconciler", func() {
 
 		By("the migrated cluster, whose endpoint is the old address, adopts it without reserving")
 		ns := legacyNamespace
-		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		// Shared with the previous provider's takeover specs, which may have run first.
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
 		reserves = apiCalls("POST /projects/{id}/ips")
 		createCluster(ns, "migrated", infrav1.PacketClusterSpec{Metro: "sv",
 			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: old.Address, Port: 6443}})

@@ -143,6 +143,9 @@ func (r *PacketMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	ctx = ctrl.LoggerInto(ctx, log.WithValues("Machine", klog.KObj(machine), "Cluster", klog.KObj(cluster)))
 
+	if err := scope.DropInvalidConditions(ctx, r.Client, pm); err != nil { // the previous provider's
+		return ctrl.Result{}, err
+	}
 	// A paused machine, or one whose Paused condition changes, has it patched in place by Cluster
 	// API's helper; a new machine's NotPaused is written by the scope with the rest (see notPaused).
 	if annotations.IsPaused(cluster, pm) || conditions.Has(pm, clusterv1.PausedCondition) {

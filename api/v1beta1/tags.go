@@ -40,6 +40,13 @@ const (
 	// migrated clusters keep their address.
 	LegacyClusterTagPrefix = "cluster-api-provider-packet:cluster-id:"
 
+	// PreviousClusterIDTagPrefix and PreviousNamespaceTagPrefix are the device tags of the
+	// previous provider's last releases (v0.9.0: capp:cluster-id:<cluster name> and
+	// capp:namespace:<namespace>, next to capp:machine-uid:<Machine name> and
+	// kubernetes.io/role:master|node). Only the pair identifies a cluster (PreviousClusterTags).
+	PreviousClusterIDTagPrefix = tagPrefix + "cluster-id:"
+	PreviousNamespaceTagPrefix = tagPrefix + "namespace:"
+
 	// ControlPlaneRole and WorkerRole are the values of the role tag.
 	ControlPlaneRole = "control-plane"
 	WorkerRole       = "worker"
@@ -124,6 +131,12 @@ func SSHKeyLabel(namespace, name string) string {
 // LegacyClusterTag is the previous provider's elastic IP tag for a cluster name.
 func LegacyClusterTag(name string) string {
 	return boundedTag(LegacyClusterTagPrefix, name)
+}
+
+// PreviousClusterTags are the two tags the previous provider's v0.9.0 put on every device of
+// the cluster namespace/name. It built them unbounded, so they are matched as it wrote them.
+func PreviousClusterTags(namespace, name string) []string {
+	return []string{PreviousClusterIDTagPrefix + name, PreviousNamespaceTagPrefix + namespace}
 }
 
 // IsReservedTag reports whether a tag uses one of the provider's prefixes, its own or the

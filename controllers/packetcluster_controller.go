@@ -131,13 +131,7 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	cluster, err := util.GetOwnerCluster(ctx, r.Client, pc.ObjectMeta)
-	if apierrors.IsNotFound(err) && !pc.DeletionTimestamp.IsZero() {
-		// The Cluster is gone first (deleted with its namespace, or by hand). What was made for
-		// it is found by its name, which the owner reference still has: release it all the same.
-		log.Info("The PacketCluster's Cluster is gone; releasing what was made for it")
-		cluster, err = &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: pc.Namespace, Name: clusterNameOf(pc)}}, nil
-	}
+	cluster, err := r.ownerCluster(ctx, pc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -191,6 +185,18 @@ func (r *PacketClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, fmt.Errorf("holding the credentials Secret until the cluster is deleted: %w", err)
 	}
 	return r.reconcileNormal(ctx, s)
+}
+
+// ownerCluster is the PacketCluster's Cluster, nil while it has none. Once the Cluster is gone
+// first (deleted with its namespace, or by hand), a deleting PacketCluster gets a stand-in named
+// from its owner reference: what was made for it is found by that name and released all the same.
+func (r *PacketClusterReconciler) ownerCluster(ctx context.Context, pc *infrav1.PacketCluster) (*clusterv1.Cluster, error) {
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, pc.ObjectMeta)
+	if apierrors.IsNotFound(err) && !pc.DeletionTimestamp.IsZero() {
+		ctrl.LoggerFrom(ctx).Info("The PacketCluster's Cluster is gone; releasing what was made for it")
+		return &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: pc.Namespace, Name: clusterNameOf(pc)}}, nil
+	}
+	return cluster, err
 }
 
 func (r *PacketClusterReconciler) reconcileNormal(ctx context.Context, s *scope.ClusterScope) (ctrl.Result, error) {

@@ -20,6 +20,10 @@ type managerProc struct {
 
 // stop ends the process with sig (killing it after 30 s) and returns the CPU time it used and
 // its peak RSS.
+// stopGrace is how long a stopped manager has to exit before it is killed: controller-runtime's
+// default graceful-shutdown time.
+const stopGrace = 30 * time.Second
+
 func (m *managerProc) stop(sig syscall.Signal) (time.Duration, int64) {
 	if m.cmd.Process == nil {
 		return 0, 0
@@ -27,7 +31,7 @@ func (m *managerProc) stop(sig syscall.Signal) (time.Duration, int64) {
 	_ = m.cmd.Process.Signal(sig)
 	select {
 	case <-m.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(stopGrace):
 		_ = m.cmd.Process.Kill()
 		<-m.exited
 	}

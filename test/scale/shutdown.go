@@ -26,8 +26,7 @@ type shutdownResult struct {
 // runShutdown has the manager create machines at a Packet that takes latency to answer each
 // create, sends it SIGTERM while the creates are in flight, and times its exit. A request in
 // flight that outlived its reconcile would hold the manager until the request's own timeout; the
-// harness kills a manager still running 30 s after the signal, controller-runtime's default
-// graceful-shutdown time.
+// harness kills a manager still running stopGrace after the signal.
 func runShutdown(ctx context.Context, h *harness, machines int, latency time.Duration) (*shutdownResult, error) {
 	h.sim.InjectFault(packetsim.Fault{Kind: packetsim.FaultLatency, Route: createsRoute, Latency: latency, Count: machines})
 	w := &workload{c: h.env.Client, namespace: fmt.Sprintf("shutdown-%d", time.Now().Unix()), cluster: "shutdown", n: machines}
@@ -45,7 +44,7 @@ func runShutdown(ctx context.Context, h *harness, machines int, latency time.Dur
 	start := time.Now()
 	h.stop(m, syscall.SIGTERM)
 	res.exit = time.Since(start)
-	res.killed = res.exit >= 30*time.Second
+	res.killed = res.exit >= stopGrace
 	return res, nil
 }
 

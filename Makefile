@@ -297,6 +297,50 @@ test-e2e-packet: sandbox-bins ## Run this provider's e2e suite (test/e2e) on a s
 test-e2e-capi: sandbox-bins | e2e-script-tools ## Run Cluster API's own e2e specs (test/e2e/capi), all unless CAPI_GINKGO_FLAGS filters, on a sandbox it starts; artifacts in _artifacts/capi/.
 	$(E2E_ENV) go test ./test/e2e/capi -count=1 -timeout $(CAPI_E2E_TIMEOUT) -v -args -ginkgo.v $(CAPI_GINKGO_FLAGS)
 
+# The migration e2e spec (test/e2e/migration) runs the previous Packet provider's last release,
+# v0.9.0, unmodified: its manager built from its module (hack/tools/capp) and its components
+# rendered from the module's config/default, as its release did. It creates clusters with it, then
+# hands them over to this provider by the steps of docs/migration.md. The clusterctl repository
+# holds both versions, so `clusterctl init --infrastructure packet:<version>` finds either.
+PREVIOUS_CAPP_VERSION := v0.9.0
+PREVIOUS_CAPP_DIR := $(BIN)/capp/$(PREVIOUS_CAPP_VERSION)
+PREVIOUS_CAPP_MANAGER := $(PREVIOUS_CAPP_DIR)/manager
+PREVIOUS_CAPP_COMPONENTS := $(PREVIOUS_CAPP_DIR)/infrastructure-components.yaml
+MIGRATION_REPO_DIR := $(ROOT)/out/migration-repo
+MIGRATION_TIMEOUT ?= 30m
+
+.PHONY: test-e2e-migration
+test-e2e-migration: sandbox-bins migration-repo $(PREVIOUS_CAPP_MANAGER) ## Hand clusters of the previous provider (v0.9.0) over to this one on a sandbox; artifacts in _artifacts/migration/.
+	PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS)/migration PREVIOUS_CAPP_MANAGER=$(PREVIOUS_CAPP_MANAGER) \
+		MIGRATION_REPOSITORY=$(MIGRATION_REPO_DIR) PREVIOUS_CAPP_VERSION=$(PREVIOUS_CAPP_VERSION) RELEASE_TAG=$(RELEASE_TAG) \
+		go test ./test/e2e/migration -count=1 -timeout $(MIGRATION_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
+
+.PHONY: migration-repo
+migration-repo: clusterctl-repo $(PREVIOUS_CAPP_COMPONENTS) ## Write a clusterctl repository with the previous provider's v0.9.0 and this build (out/migration-repo).
+	rm -rf $(MIGRATION_REPO_DIR) && mkdir -p $(MIGRATION_REPO_DIR)/infrastructure-packet
+	cp -r $(CLUSTERCTL_REPO_DIR)/infrastructure-packet/$(RELEASE_TAG) $(MIGRATION_REPO_DIR)/infrastructure-packet/
+	cp -r $(PREVIOUS_CAPP_DIR)/repository $(MIGRATION_REPO_DIR)/infrastructure-packet/$(PREVIOUS_CAPP_VERSION)
+
+$(PREVIOUS_CAPP_MANAGER):
+	@mkdir -p $(@D)
+	@echo "Building the previous provider's $(PREVIOUS_CAPP_VERSION) manager (first time only)"
+	cd hack/tools/capp && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
+		-X sigs.k8s.io/cluster-api-provider-packet/version.gitVersion=$(PREVIOUS_CAPP_VERSION) \
+		-X k8s.io/component-base/version.gitVersion=$(PREVIOUS_CAPP_VERSION)" \
+		-o $@.tmp sigs.k8s.io/cluster-api-provider-packet && mv $@.tmp $@
+
+# Its components, metadata and templates, with the image named as its release named it (the
+# sandbox runs no pods).
+$(PREVIOUS_CAPP_COMPONENTS): $(KUSTOMIZE)
+	@mkdir -p $(PREVIOUS_CAPP_DIR)/repository
+	@dir=$$(cd hack/tools/capp && go mod download sigs.k8s.io/cluster-api-provider-packet && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api-provider-packet); \
+	echo "$(KUSTOMIZE) build $$dir/config/default > $(PREVIOUS_CAPP_DIR)/repository/infrastructure-components.yaml"; \
+	$(KUSTOMIZE) build $$dir/config/default 2>/dev/null | sed 's#cluster-api-provider-packet:dev$$#cluster-api-provider-packet:$(PREVIOUS_CAPP_VERSION)#' \
+		> $(PREVIOUS_CAPP_DIR)/repository/infrastructure-components.yaml && \
+	cp $$dir/metadata.yaml $$dir/templates/cluster-template*.yaml $(PREVIOUS_CAPP_DIR)/repository/ && \
+	chmod u+w $(PREVIOUS_CAPP_DIR)/repository/* && \
+	cp $(PREVIOUS_CAPP_DIR)/repository/infrastructure-components.yaml $@
+
 ##@ Tilt (the sandbox loop, no container engine: Tiltfile, docs/tilt.md)
 
 TILT_VER := v0.33.21

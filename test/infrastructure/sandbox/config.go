@@ -69,6 +69,9 @@ type Config struct {
 	CAPIFeatureGates []string
 	// ExtraManagerArgs are appended to this provider's manager command line.
 	ExtraManagerArgs []string
+	// ExtraManagerEnv is added to this provider's manager environment, e.g. the proxy the
+	// previous provider's manager reaches the simulator through.
+	ExtraManagerEnv []string
 	// ExternalManager leaves this provider's manager to someone else (the Tilt loop rebuilds and
 	// restarts it): the sandbox plans it, issues its certificate and points the webhooks at it as
 	// usual, but only writes its command line to <StateDir>/bin/capp-controller-manager.
@@ -84,6 +87,9 @@ type Ports struct {
 
 // DefaultPortBase is the PortBase of `make sandbox`.
 const DefaultPortBase = 16400
+
+// Ports are the ports a sandbox started with c listens on.
+func (c *Config) Ports() Ports { return c.ports() }
 
 func (c *Config) ports() Ports {
 	b := c.PortBase

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,6 +53,7 @@ type Component struct {
 
 	binary                                  string
 	args, env                               []string
+	commonArgs, commonEnv                   []string // what any manager in its place gets: ports, certificates, the simulator
 	webhookPort, healthPort, diagnosticPort int
 	ready                                   func(context.Context) error
 	proc                                    *process
@@ -240,12 +242,17 @@ func (s *Sandbox) managerComponent(i int, m managerSpec) *Component {
 		webhookPort: base + 10 + 3*i, healthPort: base + 11 + 3*i, diagnosticPort: base + 12 + 3*i}
 	certDir := filepath.Join(s.cfg.StateDir, "pki", "issued", m.name)
 	c.Endpoint = fmt.Sprintf("webhooks https://127.0.0.1:%d, health http://127.0.0.1:%d", c.webhookPort, c.healthPort)
-	c.args = append([]string{"--leader-elect=false",
+	c.commonArgs = []string{"--leader-elect=false",
 		"--webhook-port=" + strconv.Itoa(c.webhookPort), "--webhook-cert-dir=" + certDir,
 		fmt.Sprintf("--health-addr=127.0.0.1:%d", c.healthPort),
-		fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", c.diagnosticPort), "--insecure-diagnostics=true"}, m.args...)
+		fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", c.diagnosticPort), "--insecure-diagnostics=true"}
+	c.args = append(slices.Clone(c.commonArgs), m.args...)
 	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
-	c.env = append(append([]string{"POD_NAMESPACE=" + m.namespace, "POD_NAME=" + m.name + "-sandbox"}, kubeEnv...), m.env...)
+	c.commonEnv = append(append([]string{"POD_NAMESPACE=" + m.namespace, "POD_NAME=" + m.name + "-sandbox"}, kubeEnv...), m.env...)
+	c.env = c.commonEnv
+	if m.name == managerName {
+		c.env = append(slices.Clone(c.commonEnv), s.cfg.ExtraManagerEnv...)
+	}
 	healthURL := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.healthPort)
 	webhookAddr := fmt.Sprintf("127.0.0.1:%d", c.webhookPort)
 	c.ready = func(ctx context.Context) error {

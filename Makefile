@@ -291,13 +291,13 @@ test-e2e-full: sandbox-bins ## Run both e2e suites at once with every Cluster AP
 
 .PHONY: test-e2e-packet
 test-e2e-packet: sandbox-bins ## Run this provider's e2e suite (test/e2e) on a sandbox it starts; artifacts in _artifacts/.
-	$(E2E_ENV) go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
+	$(E2E_ENV) go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v -ginkgo.label-filter='!migration' $(GINKGO_FLAGS)
 
 .PHONY: test-e2e-capi
 test-e2e-capi: sandbox-bins | e2e-script-tools ## Run Cluster API's own e2e specs (test/e2e/capi), all unless CAPI_GINKGO_FLAGS filters, on a sandbox it starts; artifacts in _artifacts/capi/.
 	$(E2E_ENV) go test ./test/e2e/capi -count=1 -timeout $(CAPI_E2E_TIMEOUT) -v -args -ginkgo.v $(CAPI_GINKGO_FLAGS)
 
-# The migration e2e spec (test/e2e/migration) runs the previous Packet provider's last release,
+# The migration e2e spec (test/e2e/migration_test.go, on a sandbox of its own) runs the previous Packet provider's last release,
 # v0.9.0, unmodified: its manager built from its module (hack/tools/capp) and its components
 # rendered from the module's config/default, as its release did. It creates clusters with it, then
 # hands them over to this provider by the steps of docs/migration.md. The clusterctl repository
@@ -310,10 +310,11 @@ MIGRATION_REPO_DIR := $(ROOT)/out/migration-repo
 MIGRATION_TIMEOUT ?= 30m
 
 .PHONY: test-e2e-migration
-test-e2e-migration: sandbox-bins migration-repo $(PREVIOUS_CAPP_MANAGER) ## Hand clusters of the previous provider (v0.9.0) over to this one on a sandbox; artifacts in _artifacts/migration/.
-	PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS)/migration PREVIOUS_CAPP_MANAGER=$(PREVIOUS_CAPP_MANAGER) \
-		MIGRATION_REPOSITORY=$(MIGRATION_REPO_DIR) PREVIOUS_CAPP_VERSION=$(PREVIOUS_CAPP_VERSION) RELEASE_TAG=$(RELEASE_TAG) \
-		go test ./test/e2e/migration -count=1 -timeout $(MIGRATION_TIMEOUT) -v -args -ginkgo.v $(GINKGO_FLAGS)
+test-e2e-migration: sandbox-bins migration-repo $(PREVIOUS_CAPP_MANAGER) $(KUBECTL) ## Hand clusters of the previous provider (v0.9.0) over to this one on a sandbox; artifacts in _artifacts/migration/.
+	PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS)/migration E2E_PORT_BASE=18800 E2E_PUBLIC_IPV4=127.69.0.0/16 \
+		PREVIOUS_CAPP_MANAGER=$(PREVIOUS_CAPP_MANAGER) PREVIOUS_CAPP_VERSION=$(PREVIOUS_CAPP_VERSION) \
+		MIGRATION_REPOSITORY=$(MIGRATION_REPO_DIR) RELEASE_TAG=$(RELEASE_TAG) KUBECTL=$(KUBECTL) \
+		go test ./test/e2e -count=1 -timeout $(MIGRATION_TIMEOUT) -v -args -ginkgo.v -ginkgo.label-filter=migration $(GINKGO_FLAGS)
 
 .PHONY: migration-repo
 migration-repo: clusterctl-repo $(PREVIOUS_CAPP_COMPONENTS) ## Write a clusterctl repository with the previous provider's v0.9.0 and this build (out/migration-repo).

@@ -44,9 +44,15 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	_, err := fmt.Sscan(sandbox.EnvOr("E2E_PORT_BASE", "17400"), &portBase)
 	Expect(err).NotTo(HaveOccurred())
 	stateDir := filepath.Join(artifacts, "sandbox")
+	var tweaks []func(*sandbox.Config)
+	previous, err := startMigrationRun(portBase)
+	Expect(err).NotTo(HaveOccurred())
+	if previous != nil {
+		tweaks = append(tweaks, previous)
+	}
 	start := time.Now()
-	sb, err = StartSandbox(context.WithoutCancel(ctx), root, stateDir, portBase, "127.65.0.0/16",
-		func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) })
+	sb, err = StartSandbox(context.WithoutCancel(ctx), root, stateDir, portBase, sandbox.EnvOr("E2E_PUBLIC_IPV4", "127.65.0.0/16"),
+		func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) }, tweaks...)
 	if err != nil {
 		dumpComponentLogs(filepath.Join(artifacts, "suite-setup"))
 	}
@@ -66,6 +72,9 @@ var _ = AfterSuite(func() {
 	}
 	specErr := ExpectSpecConformance(context.Background(), sim, GinkgoWriter)
 	sb.Stop()
+	if migration != nil {
+		_ = migration.proxy.Close()
+	}
 	Expect(specErr).NotTo(HaveOccurred(), "every Packet API answer of the suite meets the published spec")
 	// Nothing the sandbox started may be left running.
 	for i, pid := range pids {

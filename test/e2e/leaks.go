@@ -122,9 +122,12 @@ func leakedIn(st simState, ns string) []string {
 
 // taggedFor reports whether one of the tags (or SSH key labels) names a cluster of namespace
 // ns (of any namespace when ns is ""): capp:cluster:<ns>/<name> or
-// capp:control-plane-endpoint:<ns>/<name>.
+// capp:control-plane-endpoint:<ns>/<name>, or the previous provider's capp:namespace:<ns>.
 func taggedFor(tags []string, ns string) bool {
 	for _, t := range tags {
+		if v, ok := infrav1.TagValue(t, infrav1.PreviousNamespaceTagPrefix); ok && (ns == "" || v == ns) {
+			return true
+		}
 		for _, prefix := range []string{infrav1.ClusterTagPrefix, infrav1.ControlPlaneEndpointTagPrefix} {
 			if v, ok := infrav1.TagValue(t, prefix); ok && (ns == "" || strings.HasPrefix(v, ns+"/")) {
 				return true

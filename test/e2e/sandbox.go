@@ -28,11 +28,7 @@ func StartSandbox(ctx context.Context, root, stateDir string, portBase int, publ
 	if v := os.Getenv("SANDBOX_PROVIDER_COMPONENTS"); v != "" {
 		cfg.ProviderComponents = v
 	}
-	// The simulator lists a device the moment it creates it, so the wait after a create that got
-	// no answer (2m against Packet, whose lists may lag) can be short here. At 2m the faults spec,
-	// whose injected 503s refuse about one create in ten, gives each refusal two minutes of its
-	// five: a machine refused twice in a row would need over four before provisioning.
-	cfg.ExtraManagerArgs = []string{"--sync-period=1m", "--device-create-confirm-window=20s"}
+	cfg.ExtraManagerArgs = ManagerArgs()
 	cfg.Log = logf
 	for _, tweak := range tweaks {
 		tweak(&cfg)
@@ -42,6 +38,15 @@ func StartSandbox(ctx context.Context, root, stateDir string, portBase int, publ
 		return nil, err
 	}
 	return sb, sb.Start(ctx)
+}
+
+// ManagerArgs are the flags the e2e suites give this provider's manager besides the sandbox's.
+// The simulator lists a device the moment it creates it, so the wait after a create that got no
+// answer (2m against Packet, whose lists may lag) can be short here. At 2m the faults spec, whose
+// injected 503s refuse about one create in ten, gives each refusal two minutes of its five: a
+// machine refused twice in a row would need over four before provisioning.
+func ManagerArgs() []string {
+	return []string{"--sync-period=1m", "--device-create-confirm-window=20s"}
 }
 
 // SimClientFor is a client of the sandbox's simulator, in its seeded project.

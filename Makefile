@@ -20,6 +20,9 @@ KUSTOMIZE_VER := v5.8.1
 GOLANGCI_LINT_VER := v2.15.0
 
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VER)
+# The Ginkgo CLI runs our e2e suite's specs on parallel processes; it matches the library in go.mod.
+GINKGO_VER := $(shell go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2 2>/dev/null)
+GINKGO := $(TOOLS_BIN)/ginkgo-$(GINKGO_VER)
 KUSTOMIZE := $(TOOLS_BIN)/kustomize-$(KUSTOMIZE_VER)
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VER)
 
@@ -132,27 +135,28 @@ test-cover: envtest-bins $(CLUSTERCTL) ## make test with coverage of every packa
 	go tool cover -func=$(ROOT)/out/coverage.out > $(ROOT)/out/coverage.txt
 	@tail -n 1 $(ROOT)/out/coverage.txt
 
-# test-all runs in two lanes side by side once the binaries are built: this provider's e2e suite,
-# the longest phase, which mostly waits on the simulator's clock, and everything else in turn,
-# Cluster API's e2e suite last. hack/phase.sh times each phase and the CPU use during it, and
+# test-all runs in two lanes side by side once the sandbox's binaries are built, each about as
+# long as the other: this provider's e2e suite (on E2E_PROCS sandboxes), the soak and tilt ci;
+# make test, the fuzz corpora, the image and Cluster API's e2e suite. The e2e phases mostly wait
+# on the simulator's clock. What only one lane needs (the image, Tilt) is built in it. hack/phase.sh times each phase and the CPU use during it, and
 # prints the table at the end (docs/e2e.md); PHASES_KEEP=1 adds to a record begun by .ci/run.
 .PHONY: test-all
 test-all: ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and both e2e suites (CI runs this).
 	@[ -n "$(PHASES_KEEP)" ] || hack/phase.sh reset
-	@hack/phase.sh run build $(MAKE) --no-print-directory sandbox-bins $(TILT) kubectl $(IMAGE_ARCHIVE)
+	@hack/phase.sh run build $(MAKE) --no-print-directory sandbox-bins
 	@$(MAKE) --no-print-directory -j2 -Otarget test-all-e2e-lane test-all-checks-lane; rc=$$?; hack/phase.sh report; exit $$rc
 
 .PHONY: test-all-e2e-lane
 test-all-e2e-lane:
 	@hack/phase.sh run e2e-packet $(MAKE) --no-print-directory test-e2e-packet
+	@hack/phase.sh run soak $(MAKE) --no-print-directory soak-ci
+	@hack/phase.sh run tilt-ci $(MAKE) --no-print-directory tilt-ci
 
 .PHONY: test-all-checks-lane
 test-all-checks-lane:
 	@hack/phase.sh run test $(MAKE) --no-print-directory test
 	@hack/phase.sh run fuzz $(MAKE) --no-print-directory fuzz
 	@hack/phase.sh run image $(MAKE) --no-print-directory test-image
-	@hack/phase.sh run soak $(MAKE) --no-print-directory soak-ci
-	@hack/phase.sh run tilt-ci $(MAKE) --no-print-directory tilt-ci
 	@hack/phase.sh run e2e-capi $(MAKE) --no-print-directory test-e2e-capi CAPI_GINKGO_FLAGS='-ginkgo.label-filter=ci $(CAPI_GINKGO_FLAGS)'
 
 .PHONY: bench
@@ -258,6 +262,10 @@ SANDBOX_STATE ?= $(ROOT)/.sandbox
 SANDBOX_FLAGS ?=
 E2E_ARTIFACTS ?= $(ROOT)/_artifacts
 E2E_TIMEOUT ?= 55m
+# E2E_PROCS processes share out our suite's specs, each on a sandbox of its own (its ports, its
+# elastic IPs, its artifacts): the specs mostly wait on the simulator's clock, so two run in
+# about the time of one. GINKGO_FLAGS are the Ginkgo CLI's, e.g. --focus='Quick start'.
+E2E_PROCS ?= 2
 GINKGO_FLAGS ?=
 CAPI_LDFLAGS := -s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$(CAPI_VERSION) \
 	-X sigs.k8s.io/cluster-api/version.gitMajor=$(word 1,$(subst ., ,$(CAPI_VERSION:v%=%))) \
@@ -290,8 +298,8 @@ test-e2e-full: sandbox-bins ## Run both e2e suites at once with every Cluster AP
 	$(MAKE) --no-print-directory -j2 -Otarget test-e2e-packet test-e2e-capi
 
 .PHONY: test-e2e-packet
-test-e2e-packet: sandbox-bins ## Run this provider's e2e suite (test/e2e) on a sandbox it starts; artifacts in _artifacts/.
-	$(E2E_ENV) go test ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v -args -ginkgo.v -ginkgo.label-filter='!migration' $(GINKGO_FLAGS)
+test-e2e-packet: sandbox-bins $(GINKGO) ## Run this provider's e2e suite (test/e2e) on E2E_PROCS sandboxes it starts; artifacts in _artifacts/.
+	$(E2E_ENV) $(GINKGO) --procs=$(E2E_PROCS) --timeout=$(E2E_TIMEOUT) -v --label-filter='!migration' $(GINKGO_FLAGS) ./test/e2e
 
 .PHONY: test-e2e-capi
 test-e2e-capi: sandbox-bins | e2e-script-tools ## Run Cluster API's own e2e specs (test/e2e/capi), all unless CAPI_GINKGO_FLAGS filters, on a sandbox it starts; artifacts in _artifacts/capi/.
@@ -310,11 +318,11 @@ MIGRATION_REPO_DIR := $(ROOT)/out/migration-repo
 MIGRATION_TIMEOUT ?= 30m
 
 .PHONY: test-e2e-migration
-test-e2e-migration: sandbox-bins migration-repo $(PREVIOUS_CAPP_MANAGER) $(KUBECTL) ## Hand clusters of the previous provider (v0.9.0) over to this one on a sandbox; artifacts in _artifacts/migration/.
+test-e2e-migration: sandbox-bins migration-repo $(PREVIOUS_CAPP_MANAGER) $(KUBECTL) $(GINKGO) ## Hand clusters of the previous provider (v0.9.0) over to this one on a sandbox; artifacts in _artifacts/migration/.
 	PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS)/migration E2E_PORT_BASE=18800 E2E_PUBLIC_IPV4=127.69.0.0/16 \
 		PREVIOUS_CAPP_MANAGER=$(PREVIOUS_CAPP_MANAGER) PREVIOUS_CAPP_VERSION=$(PREVIOUS_CAPP_VERSION) \
 		MIGRATION_REPOSITORY=$(MIGRATION_REPO_DIR) RELEASE_TAG=$(RELEASE_TAG) KUBECTL=$(KUBECTL) \
-		go test ./test/e2e -count=1 -timeout $(MIGRATION_TIMEOUT) -v -args -ginkgo.v -ginkgo.label-filter=migration $(GINKGO_FLAGS)
+		$(GINKGO) --timeout=$(MIGRATION_TIMEOUT) -v --label-filter=migration $(GINKGO_FLAGS) ./test/e2e
 
 .PHONY: migration-repo
 migration-repo: clusterctl-repo $(PREVIOUS_CAPP_COMPONENTS) ## Write a clusterctl repository with the previous provider's v0.9.0 and this build (out/migration-repo).
@@ -426,6 +434,10 @@ $(KUBECTL):
 		-o $@.tmp ./kubectl && mv $@.tmp $@
 
 ##@ Tools
+
+$(GINKGO):
+	GOBIN=$(TOOLS_BIN) go install github.com/onsi/ginkgo/v2/ginkgo@$(GINKGO_VER)
+	mv $(TOOLS_BIN)/ginkgo $@
 
 $(CONTROLLER_GEN):
 	GOBIN=$(TOOLS_BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VER)

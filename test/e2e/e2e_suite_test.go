@@ -43,7 +43,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var portBase int
 	_, err := fmt.Sscan(sandbox.EnvOr("E2E_PORT_BASE", "17400"), &portBase)
 	Expect(err).NotTo(HaveOccurred())
-	stateDir := filepath.Join(artifacts, "sandbox")
+	// Each of Ginkgo's parallel processes runs its share of the specs on a sandbox of its own.
+	proc := GinkgoParallelProcess()
+	portBase, publicIPv4, stateDir := portBase+1000*(proc-1), fmt.Sprintf("127.%d.0.0/16", 65+2*(proc-1)), filepath.Join(artifacts, "sandbox")
+	if proc > 1 {
+		stateDir += fmt.Sprintf("-%d", proc)
+	}
+	publicIPv4 = sandbox.EnvOr("E2E_PUBLIC_IPV4", publicIPv4)
 	var tweaks []func(*sandbox.Config)
 	previous, err := startMigrationRun(portBase)
 	Expect(err).NotTo(HaveOccurred())
@@ -51,10 +57,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		tweaks = append(tweaks, previous)
 	}
 	start := time.Now()
-	sb, err = StartSandbox(context.WithoutCancel(ctx), root, stateDir, portBase, sandbox.EnvOr("E2E_PUBLIC_IPV4", "127.65.0.0/16"),
+	sb, err = StartSandbox(context.WithoutCancel(ctx), root, stateDir, portBase, publicIPv4,
 		func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) }, tweaks...)
 	if err != nil {
-		dumpComponentLogs(filepath.Join(artifacts, "suite-setup"))
+		dumpComponentLogs(filepath.Join(artifacts, fmt.Sprintf("suite-setup-%d", proc)))
 	}
 	Expect(err).NotTo(HaveOccurred())
 	fmt.Fprintf(GinkgoWriter, "Sandbox ready in %s (state in %s)\n", time.Since(start).Round(100*time.Millisecond), stateDir)

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/cluster-api-provider-packet/test/infrastructure/sandbox"
 )
 
-// portBase and publicIPv4 keep this suite's sandbox apart from the other e2e suite's (17400,
-// 127.65.0.0/16), which CI runs at the same time, and from a `make sandbox` (16400,
-// 127.64.0.0/16).
+// portBase and publicIPv4 keep this suite's sandbox apart from the other e2e suite's two (17400
+// and 18400, 127.65.0.0/16 and 127.67.0.0/16), which CI runs at the same time, and from a
+// `make sandbox` (16400, 127.64.0.0/16).
 const (
 	portBase   = 17600
 	publicIPv4 = "127.66.0.0/16"

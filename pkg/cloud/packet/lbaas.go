@@ -30,10 +30,14 @@ type LoadBalancers interface {
 	ListLoadBalancerPools(ctx context.Context, projectID string) ([]LoadBalancerPool, error)
 	// CreateLoadBalancerPool creates a TCP pool and returns its ID.
 	CreateLoadBalancerPool(ctx context.Context, projectID, name string) (string, error)
+	// RenameLoadBalancerPool changes a pool's name.
+	RenameLoadBalancerPool(ctx context.Context, id, name string) error
 	// DeleteLoadBalancerPool deletes a pool and its origins; one already gone is no error.
 	DeleteLoadBalancerPool(ctx context.Context, id string) error
 	// CreateLoadBalancerOrigin adds an active origin to a pool and returns its ID.
 	CreateLoadBalancerOrigin(ctx context.Context, poolID string, origin LoadBalancerOrigin) (string, error)
+	// RenameLoadBalancerOrigin changes an origin's name.
+	RenameLoadBalancerOrigin(ctx context.Context, id, name string) error
 	// DeleteLoadBalancerOrigin removes an origin; one already gone is no error.
 	DeleteLoadBalancerOrigin(ctx context.Context, id string) error
 }
@@ -212,6 +216,14 @@ func (c *client) CreateLoadBalancerPool(ctx context.Context, projectID, name str
 	err := c.lbaas.do(ctx, http.MethodPost, "v1/projects/"+url.PathEscape(projectID)+"/loadbalancers/pools",
 		map[string]any{"name": name, "protocol": "tcp"}, &created)
 	return created.ID, err
+}
+
+func (c *client) RenameLoadBalancerPool(ctx context.Context, id, name string) error {
+	return c.lbaas.do(ctx, http.MethodPatch, "v1/loadbalancers/pools/"+url.PathEscape(id), map[string]any{"name": name}, nil)
+}
+
+func (c *client) RenameLoadBalancerOrigin(ctx context.Context, id, name string) error {
+	return c.lbaas.do(ctx, http.MethodPatch, "v1/loadbalancers/pools/origins/"+url.PathEscape(id), map[string]any{"name": name}, nil)
 }
 
 func (c *client) DeleteLoadBalancerPool(ctx context.Context, id string) error {

@@ -236,12 +236,17 @@ func (s *Service) pools(ctx context.Context) ([]packet.LoadBalancerPool, error) 
 	return findPools(ctx, s.scope.Packet, s.scope.PacketCluster.Spec.ProjectID, Name(s.scope.Cluster))
 }
 
-// ensurePool returns the cluster's pool, creating it when there is none. With more than one
-// (a lost create answer), the one the listener port forwards to is kept and the others deleted.
+// ensurePool returns the cluster's pool, creating it when there is none (and the previous
+// provider left none to adopt). With more than one (a lost create answer), the one the listener
+// port forwards to is kept and the others deleted.
 func (s *Service) ensurePool(ctx context.Context, lb *packet.LoadBalancer, port int) (*packet.LoadBalancerPool, error) {
-	pools, err := s.pools(ctx)
+	all, err := s.scope.Packet.ListLoadBalancerPools(ctx, s.scope.PacketCluster.Spec.ProjectID)
 	if err != nil {
 		return nil, err
+	}
+	pools := slices.DeleteFunc(slices.Clone(all), func(p packet.LoadBalancerPool) bool { return p.Name != Name(s.scope.Cluster) })
+	if len(pools) == 0 {
+		return s.adoptPreviousPool(ctx, all, portNumbered(lb, port))
 	}
 	pc := s.scope.PacketCluster
 	if p := choosePool(pools, portNumbered(lb, port)); p != nil {
@@ -256,6 +261,11 @@ func (s *Service) ensurePool(ctx context.Context, lb *packet.LoadBalancer, port 
 		}
 		return p, nil
 	}
+	return s.createPool(ctx)
+}
+
+func (s *Service) createPool(ctx context.Context) (*packet.LoadBalancerPool, error) {
+	pc := s.scope.PacketCluster
 	id, err := s.scope.Packet.CreateLoadBalancerPool(ctx, pc.Spec.ProjectID, Name(s.scope.Cluster))
 	if err != nil {
 		return nil, err
@@ -263,6 +273,36 @@ func (s *Service) ensurePool(ctx context.Context, lb *packet.LoadBalancer, port 
 	record.Eventf(pc, "LoadBalancerPoolCreated", "Created load-balancer pool %s for the control planes", id)
 	return &packet.LoadBalancerPool{ID: id, Name: Name(s.scope.Cluster), Protocol: "tcp"}, nil
 }
+
+// adoptPreviousPool names as the cluster's the pool the previous provider made for its control
+// plane, <name>-capp-vip-pool, if the listener port of the (adopted) load balancer forwards to
+// it, so that a takeover creates nothing; else it creates the cluster's pool. That provider made
+// one pool per control plane: the first is adopted, and the origins of the others' machines
+// are added to it when those machines are reconciled.
+func (s *Service) adoptPreviousPool(ctx context.Context, all []packet.LoadBalancerPool, port *packet.LoadBalancerPort) (*packet.LoadBalancerPool, error) {
+	pc := s.scope.PacketCluster
+	for i := range all {
+		p := &all[i]
+		if port == nil || !slices.Contains(port.PoolIDs, p.ID) || p.Name != PreviousPoolName(pc.Name) {
+			continue
+		}
+		if err := s.scope.Packet.RenameLoadBalancerPool(ctx, p.ID, Name(s.scope.Cluster)); err != nil {
+			return nil, err
+		}
+		record.Eventf(pc, "LoadBalancerPoolAdopted", "Adopted load-balancer pool %s (%q) of the previous provider", p.ID, p.Name)
+		p.Name = Name(s.scope.Cluster)
+		return p, nil
+	}
+	return s.createPool(ctx)
+}
+
+// PreviousPoolName and PreviousOriginName are the names the previous provider (v0.9.0) gave the
+// pool and the origin of a PacketCluster's control plane: its load balancer's name, <name>-capp-vip,
+// with -pool and -origin.
+func PreviousPoolName(packetCluster string) string { return packetCluster + "-capp-vip-pool" }
+
+// PreviousOriginName: see PreviousPoolName.
+func PreviousOriginName(packetCluster string) string { return packetCluster + "-capp-vip-origin" }
 
 // ensurePort opens the listener port, or makes the existing one forward to the pool.
 func (s *Service) ensurePort(ctx context.Context, lb *packet.LoadBalancer, number int, poolID string) error {

@@ -64,6 +64,11 @@ func (s *OriginService) Reconcile(ctx context.Context, dev *packet.Device) (ctrl
 		return ctrl.Result{RequeueAfter: s.Retry}, nil
 	}
 	port := BindPort(s.scope.Cluster)
+	if adopted, err := s.adoptPrevious(ctx, pool, target, port); err != nil {
+		return s.failed(err)
+	} else if adopted {
+		return ctrl.Result{}, nil
+	}
 	for _, o := range pool.Origins {
 		if o.Name != pm.Name {
 			continue
@@ -84,6 +89,24 @@ func (s *OriginService) Reconcile(ctx context.Context, dev *packet.Device) (ctrl
 	record.Eventf(pm, "LoadBalancerOriginAdded", "Device %s (%s:%d) is origin %s of the cluster's load balancer", dev.ID, target, port, id)
 	s.registered(pool.ID, target, port)
 	return ctrl.Result{}, nil
+}
+
+// adoptPrevious names as this machine's the origin the previous provider made for its device
+// (the same address and port, its own name), so that a takeover creates no origin.
+func (s *OriginService) adoptPrevious(ctx context.Context, pool *packet.LoadBalancerPool, target string, port int) (bool, error) {
+	pm := s.scope.PacketMachine
+	for _, o := range pool.Origins {
+		if o.Name != PreviousOriginName(s.scope.PacketCluster.Name) || o.Target != target || o.Port != port || !o.Active {
+			continue
+		}
+		if err := s.scope.Packet.RenameLoadBalancerOrigin(ctx, o.ID, pm.Name); err != nil {
+			return false, err
+		}
+		record.Eventf(pm, "LoadBalancerOriginAdopted", "Adopted origin %s (%s:%d) of the previous provider", o.ID, target, port)
+		s.registered(pool.ID, target, port)
+		return true, nil
+	}
+	return false, nil
 }
 
 // Delete removes the machine's origins, before its device goes: the load balancer must stop

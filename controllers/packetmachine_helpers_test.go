@@ -71,16 +71,20 @@ func newMachineCluster(spec infrav1.PacketClusterSpec) *machineCluster {
 }
 
 func newFilteredMachineCluster(spec infrav1.PacketClusterSpec, filter string) *machineCluster {
-	ns := newNamespace()
+	return newMachineClusterIn(newNamespace(), "c1", spec, filter)
+}
+
+// newMachineClusterIn is newFilteredMachineCluster in an existing namespace.
+func newMachineClusterIn(ns, name string, spec infrav1.PacketClusterSpec, filter string) *machineCluster {
 	if spec.Metro == "" && spec.Facility == "" {
 		spec.Metro = "sv"
 	}
-	cluster, _ := createCluster(ns, "c1", spec)
-	Eventually(provisioned(ns, "c1"), eventually).Should(Succeed())
-	pc := getPacketCluster(ns, "c1")
+	cluster, _ := createCluster(ns, name, spec)
+	Eventually(provisioned(ns, name), eventually).Should(Succeed())
+	pc := getPacketCluster(ns, name)
 	patchLabels(pc, filter)
 	patchLabels(cluster, filter)
-	mc := &machineCluster{ns: ns, name: "c1", filter: filter, cluster: cluster}
+	mc := &machineCluster{ns: ns, name: name, filter: filter, cluster: cluster}
 	// Cluster API's Cluster controller would now set this from the PacketCluster.
 	mc.setInfrastructureProvisioned(true)
 	if filter == machineSuiteFilter {

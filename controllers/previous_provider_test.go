@@ -131,6 +131,56 @@ var _ = Describe("Taking over the previous provider's v0.9.0 objects", func() {
 	})
 })
 
+// The provider's packngo era (v0.7.x, not served by the module proxy any more, so written here
+// from its source): devices tagged cluster-api-provider-packet:cluster-id:<cluster> and
+// cluster-api-provider-packet:machine-uid:<Machine UID>, provider IDs packet://<uuid>, the
+// finalizers this provider keeps, and status ready, instanceState and addresses without
+// conditions. Its tag names no namespace, so its devices are followed only in a namespace the
+// operator lets adopt (--legacy-adoption-namespaces).
+var _ = Describe("Taking over the previous provider's v0.7 (packngo era) objects", func() {
+	It("follows its machine's device by its packet:// provider ID and legacy tag, without creating or deleting one", func() {
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: legacyNamespace}}))).To(Succeed())
+		mc := newMachineClusterIn(legacyNamespace, "v07", infrav1.PacketClusterSpec{}, machineSuiteFilter)
+		pk, err := factory.ClientFor("", packetsim.DefaultToken)
+		Expect(err).NotTo(HaveOccurred())
+		dev, err := pk.CreateDevice(ctx, packet.CreateDeviceRequest{ProjectID: simProject, Hostname: "v07-w0", Plan: "c3.small.x86",
+			OS: "ubuntu_24_04", Metro: "sv", BillingCycle: "hourly",
+			Tags: []string{"cluster-api-provider-packet:cluster-id:" + mc.name, "cluster-api-provider-packet:machine-uid:5f1d2c3e-aaaa-4bbb-8ccc-000000000007"}})
+		Expect(err).NotTo(HaveOccurred())
+		sim.Advance(time.Minute)
+
+		previous := *mc
+		previous.filter = "previous-provider"
+		pm := previous.createMachine("w0", machineOpts{spec: infrav1.PacketMachineSpec{ProviderID: "packet://" + dev.ID}})
+		base := pm.DeepCopy()
+		pm.Finalizers = []string{infrav1.PacketMachineFinalizer}
+		Expect(k8sClient.Patch(ctx, pm, client.MergeFrom(base))).To(Succeed())
+		writeAsV090("PacketMachine", pm, map[string]any{"ready": true, "instanceStatus": "active",
+			"addresses": []any{map[string]any{"type": "ExternalIP", "address": "203.0.113.17"}}})
+		creates, deletes := writesFor(mc.ns, dev.ID)
+
+		By("handing it over")
+		patchLabels(pm, machineSuiteFilter)
+		patchLabels(&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "w0"}}, machineSuiteFilter)
+
+		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
+			haveReason(infrav1.DeviceActiveReason), HaveField("Status", metav1.ConditionTrue)))
+		got := getPM(pm)
+		id, err := infrav1.ParseProviderID(got.Spec.ProviderID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(id).To(Equal(dev.ID), "the same device")
+		Expect(got.Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+		sim.Advance(time.Minute)
+		Consistently(func() [2]int { c, d := writesFor(mc.ns, dev.ID); return [2]int{c, d} }, time.Second).
+			Should(Equal([2]int{creates, deletes}), "no device created for the cluster, the adopted one not deleted")
+
+		By("deleting the adopted machine deletes its device")
+		deleteAndWait(pm)
+		_, exists := sim.Device(dev.ID)
+		Expect(exists).To(BeFalse())
+	})
+})
+
 // writesFor counts the device creates naming the namespace in their tags, and the deletes of one
 // device, so other specs' machines cannot disturb the counts.
 func writesFor(ns, deviceID string) (creates, deletes int) {

@@ -52,6 +52,8 @@ var _ = Describe("Migration from the previous provider", Label("migration"), fun
 		handOver(ctx, ns)
 		waitTakenOver(ctx, ns, before)
 		takeover := time.Since(start)
+		// Writes that trail the conditions (a hot loop, a late adoption) count too.
+		time.Sleep(15 * time.Second)
 		countsAfter, err := sim.RouteCounts(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		writes := packetWrites(countsBefore, countsAfter)
@@ -115,10 +117,17 @@ func handOver(ctx context.Context, ns string) {
 }
 
 // waitTakenOver waits until this provider reports on every PacketMachine and PacketCluster of
-// the fleet: DeviceReady on the device v0.9.0 created, the cluster's endpoint ready.
+// the fleet: DeviceReady on the device v0.9.0 created, the EMLB control plane an origin of its
+// load balancer, the cluster's endpoint ready.
 func waitTakenOver(ctx context.Context, ns string, before fleetPicture) {
 	Eventually(func(g Gomega) {
 		g.Expect(adoptedMachines(ctx, g, ns)).To(Equal(len(before.Devices)))
+		pms := &infrav1.PacketMachineList{}
+		g.Expect(k8s.List(ctx, pms, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: migratedEMLB,
+			clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
+		g.Expect(pms.Items).To(HaveLen(1))
+		g.Expect(conditionStatus(pms.Items[0].Status.Conditions, infrav1.LoadBalancerOriginReadyCondition)).To(Equal(metav1.ConditionTrue),
+			"the EMLB control plane is an origin: %v", pms.Items[0].Status.Conditions)
 		pcs := &infrav1.PacketClusterList{}
 		g.Expect(k8s.List(ctx, pcs, client.InNamespace(ns))).To(Succeed())
 		g.Expect(pcs.Items).To(HaveLen(2))

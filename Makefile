@@ -137,11 +137,12 @@ test-cover: envtest-bins $(CLUSTERCTL) ## make test with coverage of every packa
 
 # test-all runs in two lanes side by side once the sandbox's binaries are built, each about as
 # long as the other: this provider's e2e suite (on E2E_PROCS sandboxes), the soak and tilt ci;
-# make test, the fuzz corpora, the image and Cluster API's e2e suite. The e2e phases mostly wait
-# on the simulator's clock. What only one lane needs (the image, Tilt) is built in it. hack/phase.sh times each phase and the CPU use during it, and
+# make test, the fuzz corpora, the image, the migration from v0.9.0 and Cluster API's e2e suite.
+# The e2e phases mostly wait on the simulator's clock. What only one lane needs (the image, Tilt,
+# v0.9.0's manager) is built in it. hack/phase.sh times each phase and the CPU use during it, and
 # prints the table at the end (docs/e2e.md); PHASES_KEEP=1 adds to a record begun by .ci/run.
 .PHONY: test-all
-test-all: ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci and both e2e suites (CI runs this).
+test-all: ## Run every test: make test, the fuzz corpora, the image, the short chaos soak, tilt ci, the migration spec and both e2e suites (CI runs this).
 	@[ -n "$(PHASES_KEEP)" ] || hack/phase.sh reset
 	@hack/phase.sh run build $(MAKE) --no-print-directory sandbox-bins
 	@$(MAKE) --no-print-directory -j2 -Otarget test-all-e2e-lane test-all-checks-lane; rc=$$?; hack/phase.sh report; exit $$rc
@@ -157,6 +158,7 @@ test-all-checks-lane:
 	@hack/phase.sh run test $(MAKE) --no-print-directory test
 	@hack/phase.sh run fuzz $(MAKE) --no-print-directory fuzz
 	@hack/phase.sh run image $(MAKE) --no-print-directory test-image
+	@hack/phase.sh run migration $(MAKE) --no-print-directory test-e2e-migration
 	@hack/phase.sh run e2e-capi $(MAKE) --no-print-directory test-e2e-capi CAPI_GINKGO_FLAGS='-ginkgo.label-filter=ci $(CAPI_GINKGO_FLAGS)'
 
 .PHONY: bench

@@ -318,10 +318,13 @@ PREVIOUS_CAPP_MANAGER := $(PREVIOUS_CAPP_DIR)/manager
 PREVIOUS_CAPP_COMPONENTS := $(PREVIOUS_CAPP_DIR)/infrastructure-components.yaml
 MIGRATION_REPO_DIR := $(ROOT)/out/migration-repo
 MIGRATION_TIMEOUT ?= 30m
+# Apart from the other suites' sandboxes, which test-all runs at the same time.
+MIGRATION_PORT_BASE ?= 18800
+MIGRATION_PUBLIC_IPV4 ?= 127.69.0.0/16
 
 .PHONY: test-e2e-migration
 test-e2e-migration: sandbox-bins migration-repo $(PREVIOUS_CAPP_MANAGER) $(KUBECTL) $(GINKGO) ## Hand clusters of the previous provider (v0.9.0) over to this one on a sandbox; artifacts in _artifacts/migration/.
-	PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS)/migration E2E_PORT_BASE=18800 E2E_PUBLIC_IPV4=127.69.0.0/16 \
+	PACKET_E2E=1 E2E_ARTIFACTS=$(E2E_ARTIFACTS)/migration E2E_PORT_BASE=$(MIGRATION_PORT_BASE) E2E_PUBLIC_IPV4=$(MIGRATION_PUBLIC_IPV4) \
 		PREVIOUS_CAPP_MANAGER=$(PREVIOUS_CAPP_MANAGER) PREVIOUS_CAPP_VERSION=$(PREVIOUS_CAPP_VERSION) \
 		MIGRATION_REPOSITORY=$(MIGRATION_REPO_DIR) RELEASE_TAG=$(RELEASE_TAG) KUBECTL=$(KUBECTL) \
 		$(GINKGO) --timeout=$(MIGRATION_TIMEOUT) -v --label-filter=migration $(GINKGO_FLAGS) ./test/e2e

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,7 +16,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -36,11 +39,11 @@ var _ = Describe("Migration from the previous provider", Label("migration"), fun
 		Expect(migration).NotTo(BeNil(), "this spec needs a sandbox started with the previous provider: make test-e2e-migration")
 		ns := testNamespace(ctx, "migration")
 
-		By("creating a CPEM cluster (1 control plane, 2 workers) and an EMLB cluster with v0.9.0's templates and manager")
+		By("creating a CPEM cluster (1 control plane, 2 workers, 1 more on a hardware reservation) and an EMLB cluster with v0.9.0's templates and manager")
 		start := time.Now()
-		kubectlApply(ctx, generatePreviousCluster(ctx, ns, migratedCPEM, "", 2))
+		kubectlApply(ctx, withReservedWorker(generatePreviousCluster(ctx, ns, migratedCPEM, "", 2), migratedCPEM))
 		kubectlApply(ctx, generatePreviousCluster(ctx, ns, migratedEMLB, "emlb", 1))
-		waitClusterAvailable(ctx, ns, migratedCPEM, 1, 2, 8*time.Minute)
+		waitClusterAvailable(ctx, ns, migratedCPEM, 1, 3, 8*time.Minute)
 		waitClusterAvailable(ctx, ns, migratedEMLB, 1, 1, 8*time.Minute)
 		GinkgoWriter.Printf("v0.9.0: both clusters Available in %s\n", time.Since(start).Round(time.Second))
 		before := takeFleetPicture(ctx, ns)
@@ -61,7 +64,7 @@ var _ = Describe("Migration from the previous provider", Label("migration"), fun
 		Expect(creationsAndDeletions(writes)).To(BeEmpty(), "no device, IP, BGP session, SSH key or load balancer created or deleted")
 
 		By("the Clusters stay Available on the same devices, elastic IP, load balancer and Nodes")
-		waitClusterAvailable(ctx, ns, migratedCPEM, 1, 2, 2*time.Minute)
+		waitClusterAvailable(ctx, ns, migratedCPEM, 1, 3, 2*time.Minute)
 		waitClusterAvailable(ctx, ns, migratedEMLB, 1, 1, 2*time.Minute)
 		Expect(takeFleetPicture(ctx, ns)).To(Equal(before))
 
@@ -81,6 +84,46 @@ func generatePreviousCluster(ctx context.Context, ns, name, flavor string, worke
 	out, err := sb.Clusterctl(ctx, args...)
 	Expect(err).NotTo(HaveOccurred(), string(out))
 	return out
+}
+
+// reservedWorkers are the hardware reservations (sv15) the reserved worker may take, in order.
+// v0.9.0 ignores a single reservation ID (its device is on demand) and crashes on a list without
+// a facility, so the list and the facility are what its users wrote.
+const reservedWorkers = "00000000-0000-4000-8000-00000000a001,00000000-0000-4000-8000-00000000a002"
+
+// withReservedWorker adds to a v0.9.0 cluster a second MachineDeployment, <cluster>-reserved,
+// of one worker on a hardware reservation: worker-a's objects copied, its own selector.
+func withReservedWorker(manifests []byte, cluster string) []byte {
+	objs, err := sandbox.DecodeYAML(manifests)
+	Expect(err).NotTo(HaveOccurred())
+	name, label := cluster+"-reserved", map[string]any{"pool": "reserved"}
+	var out bytes.Buffer
+	for _, o := range objs {
+		if o.GetName() != cluster+"-worker-a" || (o.GetKind() != "PacketMachineTemplate" && o.GetKind() != "MachineDeployment") {
+			continue
+		}
+		c := o.DeepCopy()
+		c.SetName(name)
+		c.SetResourceVersion("")
+		if c.GetKind() == "PacketMachineTemplate" {
+			Expect(unstructured.SetNestedField(c.Object, "sv15", "spec", "template", "spec", "facility")).To(Succeed())
+			Expect(unstructured.SetNestedField(c.Object, reservedWorkers, "spec", "template", "spec", "hardwareReservationID")).To(Succeed())
+		} else {
+			Expect(unstructured.SetNestedField(c.Object, int64(1), "spec", "replicas")).To(Succeed())
+			Expect(unstructured.SetNestedField(c.Object, name, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
+			for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+				labels, _, _ := unstructured.NestedMap(c.Object, path...)
+				maps.Copy(labels, label)
+				Expect(unstructured.SetNestedMap(c.Object, labels, path...)).To(Succeed())
+			}
+		}
+		data, err := yaml.Marshal(c.Object)
+		Expect(err).NotTo(HaveOccurred())
+		out.WriteString("---\n")
+		out.Write(data)
+	}
+	Expect(out.Len()).NotTo(BeZero(), "worker-a's MachineDeployment and PacketMachineTemplate")
+	return append(append(manifests, '\n'), out.Bytes()...)
 }
 
 // kubectlApply applies manifests with kubectl, as v0.9.0's users did: its EMLB reconciler writes
@@ -154,6 +197,7 @@ func adoptedMachines(ctx context.Context, g Gomega, ns string) int {
 // fleetPicture is what a takeover must not change.
 type fleetPicture struct {
 	Devices       map[string]string // Machine → device ID
+	Reservations  map[string]string // Machine → hardware reservation ID
 	Nodes         map[string]string // Node → provider ID, both clusters
 	EndpointHosts map[string]string // Cluster → control-plane endpoint host
 	ElasticIP     string            // the CPEM cluster's, by ID
@@ -161,14 +205,21 @@ type fleetPicture struct {
 }
 
 func takeFleetPicture(ctx context.Context, ns string) fleetPicture {
-	p := fleetPicture{Devices: map[string]string{}, Nodes: map[string]string{}, EndpointHosts: map[string]string{}}
+	p := fleetPicture{Devices: map[string]string{}, Reservations: map[string]string{}, Nodes: map[string]string{},
+		EndpointHosts: map[string]string{}}
 	machines := &clusterv1.MachineList{}
 	Expect(k8s.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 	for _, m := range machines.Items {
 		id, err := infrav1.ParseProviderID(m.Spec.ProviderID)
 		Expect(err).NotTo(HaveOccurred(), "Machine %s", m.Name)
 		p.Devices[m.Name] = id
+		d, err := sim.Device(ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+		if d.HardwareReservation != nil {
+			p.Reservations[m.Name] = path.Base(d.HardwareReservation.Href)
+		}
 	}
+	Expect(p.Reservations).To(HaveLen(1), "the reserved worker, and only it, runs on a hardware reservation")
 	for _, name := range []string{migratedCPEM, migratedEMLB} {
 		nodes := &corev1.NodeList{}
 		Expect(workloadClient(ctx, ns, name).List(ctx, nodes)).To(Succeed())
@@ -234,9 +285,9 @@ func dayTwo(ctx context.Context, ns string) {
 	By("scaling the adopted MachineDeployment 2 → 3 → 1")
 	md := migratedCPEM + "-worker-a"
 	scaleMachineDeployment(ctx, ns, md, 3)
-	waitClusterAvailable(ctx, ns, migratedCPEM, 1, 3, 6*time.Minute)
+	waitClusterAvailable(ctx, ns, migratedCPEM, 1, 3+1, 6*time.Minute)
 	scaleMachineDeployment(ctx, ns, md, 1)
-	waitClusterAvailable(ctx, ns, migratedCPEM, 1, 1, 6*time.Minute)
+	waitClusterAvailable(ctx, ns, migratedCPEM, 1, 1+1, 6*time.Minute)
 	expectNodesMatchMachines(ctx, ns, migratedCPEM)
 
 	By("rolling the adopted control plane to " + upgradeVersion + " while probing the endpoint")
@@ -254,7 +305,7 @@ func dayTwo(ctx context.Context, ns string) {
 		g.Expect(machines.Items).To(HaveLen(1))
 		g.Expect(machines.Items[0].Spec.Version).To(Equal(upgradeVersion))
 	}).WithContext(ctx).WithTimeout(8 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-	waitClusterAvailable(ctx, ns, migratedCPEM, 1, 1, 4*time.Minute)
+	waitClusterAvailable(ctx, ns, migratedCPEM, 1, 1+1, 4*time.Minute)
 	longest, failures, total := probe.stop()
 	GinkgoWriter.Printf("endpoint during the adopted control plane's rollout: %d of %d probes failed, at most %d in a row\n",
 		failures, total, longest)

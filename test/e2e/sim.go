@@ -45,6 +45,10 @@ type Device struct {
 	Ports           []Port  `json:"network_ports"`
 	// Storage is the custom partitioning and RAID document the device was created with.
 	Storage json.RawMessage `json:"storage"`
+	// HardwareReservation references the reservation the device runs on (nil: on demand).
+	HardwareReservation *struct {
+		Href string `json:"href"`
+	} `json:"hardware_reservation"`
 }
 
 // Port is a device's network port with the VLANs it carries.

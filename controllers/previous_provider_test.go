@@ -74,21 +74,11 @@ var _ = Describe("Taking over the previous provider's v0.9.0 objects", func() {
 		Expect(err).NotTo(HaveOccurred())
 		sim.Advance(time.Minute)
 
-		// Labelled for no reconciler of the suite until v0.9.0's status is written.
-		previous := *mc
-		previous.filter = "previous-provider"
-		pm := previous.createMachine("w0", machineOpts{spec: infrav1.PacketMachineSpec{ProviderID: "equinixmetal://" + dev.ID}})
-		base := pm.DeepCopy()
-		pm.Finalizers = []string{infrav1.PacketMachineFinalizer}
-		Expect(k8sClient.Patch(ctx, pm, client.MergeFrom(base))).To(Succeed())
-		writeAsV090("PacketMachine", pm, map[string]any{"ready": true, "instanceStatus": "active",
+		pm := storePreviousMachine(mc, "equinixmetal://"+dev.ID, map[string]any{"ready": true, "instanceStatus": "active",
 			"addresses":  []any{map[string]any{"type": "ExternalIP", "address": "203.0.113.10"}},
 			"conditions": []any{v090Condition("InstanceReady"), v090Condition("Ready")}})
 		creates, deletes := writesFor(mc.ns, dev.ID)
-
-		By("handing it over")
-		patchLabels(pm, machineSuiteFilter)
-		patchLabels(&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "w0"}}, machineSuiteFilter)
+		handOverMachine(mc, pm)
 
 		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
 			haveReason(infrav1.DeviceActiveReason), HaveField("Status", metav1.ConditionTrue)))
@@ -149,19 +139,10 @@ var _ = Describe("Taking over the previous provider's v0.7 (packngo era) objects
 		Expect(err).NotTo(HaveOccurred())
 		sim.Advance(time.Minute)
 
-		previous := *mc
-		previous.filter = "previous-provider"
-		pm := previous.createMachine("w0", machineOpts{spec: infrav1.PacketMachineSpec{ProviderID: "packet://" + dev.ID}})
-		base := pm.DeepCopy()
-		pm.Finalizers = []string{infrav1.PacketMachineFinalizer}
-		Expect(k8sClient.Patch(ctx, pm, client.MergeFrom(base))).To(Succeed())
-		writeAsV090("PacketMachine", pm, map[string]any{"ready": true, "instanceStatus": "active",
+		pm := storePreviousMachine(mc, "packet://"+dev.ID, map[string]any{"ready": true, "instanceStatus": "active",
 			"addresses": []any{map[string]any{"type": "ExternalIP", "address": "203.0.113.17"}}})
 		creates, deletes := writesFor(mc.ns, dev.ID)
-
-		By("handing it over")
-		patchLabels(pm, machineSuiteFilter)
-		patchLabels(&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "w0"}}, machineSuiteFilter)
+		handOverMachine(mc, pm)
 
 		Eventually(machineCondition(pm, infrav1.DeviceReadyCondition), eventually).Should(And(
 			haveReason(infrav1.DeviceActiveReason), HaveField("Status", metav1.ConditionTrue)))
@@ -180,6 +161,27 @@ var _ = Describe("Taking over the previous provider's v0.7 (packngo era) objects
 		Expect(exists).To(BeFalse())
 	})
 })
+
+// storePreviousMachine stores machine w0 of mc as the previous provider left it: its provider ID,
+// finalizer and status, labelled for no reconciler of the suite until that status is written.
+func storePreviousMachine(mc *machineCluster, providerID string, status map[string]any) *infrav1.PacketMachine {
+	previous := *mc
+	previous.filter = "previous-provider"
+	pm := previous.createMachine("w0", machineOpts{spec: infrav1.PacketMachineSpec{ProviderID: providerID}})
+	base := pm.DeepCopy()
+	pm.Finalizers = []string{infrav1.PacketMachineFinalizer}
+	Expect(k8sClient.Patch(ctx, pm, client.MergeFrom(base))).To(Succeed())
+	writeAsV090("PacketMachine", pm, status)
+	return pm
+}
+
+// handOverMachine labels pm and its Machine for the suite's reconcilers, as a migration starts
+// this provider's manager on them.
+func handOverMachine(mc *machineCluster, pm *infrav1.PacketMachine) {
+	By("handing it over")
+	patchLabels(pm, machineSuiteFilter)
+	patchLabels(&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: mc.ns, Name: "w0"}}, machineSuiteFilter)
+}
 
 // writesFor counts the device creates naming the namespace in their tags, and the deletes of one
 // device, so other specs' machines cannot disturb the counts.

@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -34,11 +33,7 @@ var _ = Describe("EMLB", func() {
 
 		By("rolling the control plane to " + upgradeVersion + " while polling the endpoint")
 		probe := startEndpointProbe(ctx, wc)
-		kcp := &controlplanev1.KubeadmControlPlane{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-control-plane"}, kcp)).To(Succeed())
-		patch := client.MergeFrom(kcp.DeepCopy())
-		kcp.Spec.Version = upgradeVersion
-		Expect(k8s.Patch(ctx, kcp, patch)).To(Succeed())
+		setControlPlaneVersion(ctx, ns, name, upgradeVersion)
 		Eventually(func(g Gomega) {
 			machines := &clusterv1.MachineList{}
 			g.Expect(k8s.List(ctx, machines, client.InNamespace(ns))).To(Succeed())

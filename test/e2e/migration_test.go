@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-packet/api/v1beta1"
@@ -293,11 +292,7 @@ func dayTwo(ctx context.Context, ns string) {
 	By("rolling the adopted control plane to " + upgradeVersion + " while probing the endpoint")
 	wc := workloadClient(ctx, ns, migratedCPEM)
 	probe := startEndpointProbe(ctx, wc)
-	kcp := &controlplanev1.KubeadmControlPlane{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: migratedCPEM + "-control-plane"}, kcp)).To(Succeed())
-	patch := client.MergeFrom(kcp.DeepCopy())
-	kcp.Spec.Version = upgradeVersion
-	Expect(k8s.Patch(ctx, kcp, patch)).To(Succeed())
+	setControlPlaneVersion(ctx, ns, migratedCPEM, upgradeVersion)
 	Eventually(func(g Gomega) {
 		machines := &clusterv1.MachineList{}
 		g.Expect(k8s.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{

@@ -34,11 +34,7 @@ var _ = Describe("Workload cluster lifecycle", func() {
 
 		By("upgrading the control plane and the workers to " + upgradeVersion + " while polling the endpoint")
 		probe := startEndpointProbe(ctx, wc)
-		kcp := &controlplanev1.KubeadmControlPlane{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-control-plane"}, kcp)).To(Succeed())
-		patch := client.MergeFrom(kcp.DeepCopy())
-		kcp.Spec.Version = upgradeVersion
-		Expect(k8s.Patch(ctx, kcp, patch)).To(Succeed())
+		setControlPlaneVersion(ctx, ns, name, upgradeVersion)
 		md := &clusterv1.MachineDeployment{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-worker-a"}, md)).To(Succeed())
 		mdPatch := client.MergeFrom(md.DeepCopy())
@@ -196,6 +192,16 @@ func startEndpointProbe(ctx context.Context, wc client.Client) *endpointProbe {
 		}
 	}()
 	return p
+}
+
+// setControlPlaneVersion sets the Kubernetes version of a cluster's KubeadmControlPlane, which
+// rolls its machines.
+func setControlPlaneVersion(ctx context.Context, ns, cluster, version string) {
+	kcp := &controlplanev1.KubeadmControlPlane{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster + "-control-plane"}, kcp)).To(Succeed())
+	patch := client.MergeFrom(kcp.DeepCopy())
+	kcp.Spec.Version = version
+	Expect(k8s.Patch(ctx, kcp, patch)).To(Succeed())
 }
 
 func (p *endpointProbe) stop() (longest, failures, total int) {

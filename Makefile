@@ -315,7 +315,7 @@ test-e2e-capi: sandbox-bins | e2e-script-tools ## Run Cluster API's own e2e spec
 PREVIOUS_CAPP_VERSION := v0.9.0
 PREVIOUS_CAPP_DIR := $(BIN)/capp/$(PREVIOUS_CAPP_VERSION)
 PREVIOUS_CAPP_MANAGER := $(PREVIOUS_CAPP_DIR)/manager
-PREVIOUS_CAPP_COMPONENTS := $(PREVIOUS_CAPP_DIR)/infrastructure-components.yaml
+PREVIOUS_CAPP_COMPONENTS := $(PREVIOUS_CAPP_DIR)/repository/infrastructure-components.yaml
 MIGRATION_REPO_DIR := $(ROOT)/out/migration-repo
 MIGRATION_TIMEOUT ?= 30m
 # Apart from the other suites' sandboxes, which test-all runs at the same time.
@@ -344,16 +344,14 @@ $(PREVIOUS_CAPP_MANAGER):
 		-o $@.tmp sigs.k8s.io/cluster-api-provider-packet && mv $@.tmp $@
 
 # Its components, metadata and templates, with the image named as its release named it (the
-# sandbox runs no pods).
+# sandbox runs no pods). Its kustomizations use fields kustomize v5 warns about; they still build.
 $(PREVIOUS_CAPP_COMPONENTS): $(KUSTOMIZE)
-	@mkdir -p $(PREVIOUS_CAPP_DIR)/repository
+	@mkdir -p $(@D)
 	@dir=$$(cd hack/tools/capp && go mod download sigs.k8s.io/cluster-api-provider-packet && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api-provider-packet); \
-	echo "$(KUSTOMIZE) build $$dir/config/default > $(PREVIOUS_CAPP_DIR)/repository/infrastructure-components.yaml"; \
-	$(KUSTOMIZE) build $$dir/config/default 2>/dev/null | sed 's#cluster-api-provider-packet:dev$$#cluster-api-provider-packet:$(PREVIOUS_CAPP_VERSION)#' \
-		> $(PREVIOUS_CAPP_DIR)/repository/infrastructure-components.yaml && \
-	cp $$dir/metadata.yaml $$dir/templates/cluster-template*.yaml $(PREVIOUS_CAPP_DIR)/repository/ && \
-	chmod u+w $(PREVIOUS_CAPP_DIR)/repository/* && \
-	cp $(PREVIOUS_CAPP_DIR)/repository/infrastructure-components.yaml $@
+	cp $$dir/metadata.yaml $$dir/templates/cluster-template*.yaml $(@D)/ && chmod u+w $(@D)/* && \
+	echo "$(KUSTOMIZE) build $$dir/config/default > $@" && \
+	$(KUSTOMIZE) build $$dir/config/default > $@.tmp && \
+	sed -i 's#cluster-api-provider-packet:dev$$#cluster-api-provider-packet:$(PREVIOUS_CAPP_VERSION)#' $@.tmp && mv $@.tmp $@
 
 ##@ Tilt (the sandbox loop, no container engine: Tiltfile, docs/tilt.md)
 

@@ -255,7 +255,7 @@ func packetWrites(before, after map[string]int) map[string]int {
 	writes := map[string]int{}
 	for route, n := range after {
 		method, path, _ := strings.Cut(route, " ")
-		if method == "GET" || strings.HasPrefix(path, "/iam/") || strings.Contains(path, "api-keys/exchange") {
+		if method == "GET" || strings.Contains(path, "api-keys/exchange") {
 			continue
 		}
 		if d := n - before[route]; d > 0 {
@@ -315,7 +315,7 @@ func dayTwo(ctx context.Context, ns string) {
 		machines := &clusterv1.MachineList{}
 		g.Expect(k8s.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
 		g.Expect(machines.Items).To(BeEmpty(), "Machines")
-		left := takeFleetPictureOfPacket(ctx, g)
+		left := packetObjectIDs(ctx, g)
 		for _, id := range slices.Collect(maps.Values(after.Devices)) {
 			g.Expect(left.devices).NotTo(HaveKey(id), "device %s deleted", id)
 		}
@@ -325,13 +325,13 @@ func dayTwo(ctx context.Context, ns string) {
 	}).WithContext(ctx).WithTimeout(5 * time.Minute).Should(Succeed())
 }
 
-// packetObjects are the IDs of what the simulator holds.
+// packetObjects are the IDs of what the simulator holds (packetObjectIDs).
 type packetObjects struct {
 	devices  map[string]bool
 	ips, lbs []string
 }
 
-func takeFleetPictureOfPacket(ctx context.Context, g Gomega) packetObjects {
+func packetObjectIDs(ctx context.Context, g Gomega) packetObjects {
 	o := packetObjects{devices: map[string]bool{}}
 	devices, err := sim.Devices(ctx, "")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -236,32 +236,33 @@ func (s *Service) pools(ctx context.Context) ([]packet.LoadBalancerPool, error) 
 	return findPools(ctx, s.scope.Packet, s.scope.PacketCluster.Spec.ProjectID, Name(s.scope.Cluster))
 }
 
-// ensurePool returns the cluster's pool, creating it when there is none (and the previous
-// provider left none to adopt). With more than one (a lost create answer), the one the listener
-// port forwards to is kept and the others deleted.
+// ensurePool returns the cluster's pool: the one named for it, else the previous provider's
+// adopted, else a new one. With more than one (a lost create answer), the one the listener port
+// forwards to is kept and the others deleted.
 func (s *Service) ensurePool(ctx context.Context, lb *packet.LoadBalancer, port int) (*packet.LoadBalancerPool, error) {
 	all, err := s.scope.Packet.ListLoadBalancerPools(ctx, s.scope.PacketCluster.Spec.ProjectID)
 	if err != nil {
 		return nil, err
 	}
-	pools := slices.DeleteFunc(slices.Clone(all), func(p packet.LoadBalancerPool) bool { return p.Name != Name(s.scope.Cluster) })
+	listener := portNumbered(lb, port)
+	pools := named(all, Name(s.scope.Cluster))
 	if len(pools) == 0 {
-		return s.adoptPreviousPool(ctx, all, portNumbered(lb, port))
-	}
-	pc := s.scope.PacketCluster
-	if p := choosePool(pools, portNumbered(lb, port)); p != nil {
-		for _, dup := range pools {
-			if dup.ID == p.ID {
-				continue
-			}
-			if err := s.scope.Packet.DeleteLoadBalancerPool(ctx, dup.ID); err != nil {
-				return nil, err
-			}
-			record.Warnf(pc, "DuplicateLoadBalancerPoolDeleted", "Deleted load-balancer pool %s, a duplicate of %s left by a lost answer", dup.ID, p.ID)
+		if p := s.previousProvidersPool(all, listener); p != nil {
+			return s.adoptPool(ctx, p)
 		}
-		return p, nil
+		return s.createPool(ctx)
 	}
-	return s.createPool(ctx)
+	p := choosePool(pools, listener)
+	for _, dup := range pools {
+		if dup.ID == p.ID {
+			continue
+		}
+		if err := s.scope.Packet.DeleteLoadBalancerPool(ctx, dup.ID); err != nil {
+			return nil, err
+		}
+		record.Warnf(s.scope.PacketCluster, "DuplicateLoadBalancerPoolDeleted", "Deleted load-balancer pool %s, a duplicate of %s left by a lost answer", dup.ID, p.ID)
+	}
+	return p, nil
 }
 
 func (s *Service) createPool(ctx context.Context) (*packet.LoadBalancerPool, error) {
@@ -274,26 +275,31 @@ func (s *Service) createPool(ctx context.Context) (*packet.LoadBalancerPool, err
 	return &packet.LoadBalancerPool{ID: id, Name: Name(s.scope.Cluster), Protocol: "tcp"}, nil
 }
 
-// adoptPreviousPool names as the cluster's the pool the previous provider made for its control
-// plane, <name>-capp-vip-pool, if the listener port of the (adopted) load balancer forwards to
-// it, so that a takeover creates nothing; else it creates the cluster's pool. That provider made
-// one pool per control plane: the first is adopted, and the origins of the others' machines
-// are added to it when those machines are reconciled.
-func (s *Service) adoptPreviousPool(ctx context.Context, all []packet.LoadBalancerPool, port *packet.LoadBalancerPort) (*packet.LoadBalancerPool, error) {
-	pc := s.scope.PacketCluster
-	for i := range all {
-		p := &all[i]
-		if port == nil || !slices.Contains(port.PoolIDs, p.ID) || p.Name != PreviousPoolName(pc.Name) {
-			continue
-		}
-		if err := s.scope.Packet.RenameLoadBalancerPool(ctx, p.ID, Name(s.scope.Cluster)); err != nil {
-			return nil, err
-		}
-		record.Eventf(pc, "LoadBalancerPoolAdopted", "Adopted load-balancer pool %s (%q) of the previous provider", p.ID, p.Name)
-		p.Name = Name(s.scope.Cluster)
-		return p, nil
+// previousProvidersPool is the pool the previous provider made for the control plane,
+// <name>-capp-vip-pool, if the listener port of the (adopted) load balancer forwards to it; nil
+// otherwise. That provider made one pool per control plane: the first is adopted, and the
+// origins of the others' machines are added to it when those machines are reconciled.
+func (s *Service) previousProvidersPool(all []packet.LoadBalancerPool, listener *packet.LoadBalancerPort) *packet.LoadBalancerPool {
+	if listener == nil {
+		return nil
 	}
-	return s.createPool(ctx)
+	for i := range all {
+		if slices.Contains(listener.PoolIDs, all[i].ID) && all[i].Name == PreviousPoolName(s.scope.PacketCluster.Name) {
+			return &all[i]
+		}
+	}
+	return nil
+}
+
+// adoptPool names p as the cluster's, so that a takeover creates no pool and p is found by name
+// from then on.
+func (s *Service) adoptPool(ctx context.Context, p *packet.LoadBalancerPool) (*packet.LoadBalancerPool, error) {
+	if err := s.scope.Packet.RenameLoadBalancerPool(ctx, p.ID, Name(s.scope.Cluster)); err != nil {
+		return nil, err
+	}
+	record.Eventf(s.scope.PacketCluster, "LoadBalancerPoolAdopted", "Adopted load-balancer pool %s (%q) of the previous provider", p.ID, p.Name)
+	p.Name = Name(s.scope.Cluster)
+	return p, nil
 }
 
 // PreviousPoolName and PreviousOriginName are the names the previous provider (v0.9.0) gave the
@@ -376,7 +382,12 @@ func findPools(ctx context.Context, c packet.Client, projectID, name string) ([]
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(all, func(p packet.LoadBalancerPool) bool { return p.Name != name }), nil
+	return named(all, name), nil
+}
+
+// named keeps the pools with this name, in a slice of their own.
+func named(pools []packet.LoadBalancerPool, name string) []packet.LoadBalancerPool {
+	return slices.DeleteFunc(slices.Clone(pools), func(p packet.LoadBalancerPool) bool { return p.Name != name })
 }
 
 // choosePool picks the pool the port forwards to, else the first; nil when there is none.

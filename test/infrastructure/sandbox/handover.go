@@ -12,7 +12,8 @@ import (
 // previous Packet provider for this one on a management cluster: the manager is stopped (or
 // killed), another release's components are installed by clusterctl, and another binary is started
 // on the same ports. Nothing else is restarted, so workload clusters and the simulator's state
-// carry over. A manager that exits this way is not an error of the sandbox's.
+// carry over. The e2e suite starts its sandbox in process and does not Wait on it; a
+// `sandbox up`, which does, would stop when the manager exits.
 
 // StopManager stops this provider's manager: SIGTERM gives it its graceful shutdown (15 s at
 // most), SIGKILL is a crash.

@@ -212,6 +212,8 @@ func (s *Sandbox) infrastructureComponents() []*Component {
 type managerSpec struct {
 	name, provider, namespace, bin string
 	args, env                      []string
+	// extraEnv is added to env for this manager only, not for one started in its place.
+	extraEnv []string
 }
 
 // managerSpecs are Cluster API's three managers and this provider's, in start order.
@@ -221,16 +223,17 @@ func (s *Sandbox) managerSpecs() []managerSpec {
 	}
 	return []managerSpec{
 		{"capi-controller-manager", "cluster-api", "capi-system", s.cfg.CoreManager,
-			gates("ClusterTopology=true"), nil},
+			gates("ClusterTopology=true"), nil, nil},
 		// Ignition bootstrap data (the flatcar flavour) is behind a feature gate of both kubeadm
 		// managers; clusterctl users turn it on with EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true.
 		{"capi-kubeadm-bootstrap-controller-manager", "bootstrap-kubeadm", "capi-kubeadm-bootstrap-system",
-			s.cfg.BootstrapManager, []string{"--feature-gates=KubeadmBootstrapFormatIgnition=true"}, nil},
+			s.cfg.BootstrapManager, []string{"--feature-gates=KubeadmBootstrapFormatIgnition=true"}, nil, nil},
 		{"capi-kubeadm-control-plane-controller-manager", "control-plane-kubeadm", "capi-kubeadm-control-plane-system",
-			s.cfg.ControlPlaneMgr, gates("ClusterTopology=true", "KubeadmBootstrapFormatIgnition=true"), nil},
+			s.cfg.ControlPlaneMgr, gates("ClusterTopology=true", "KubeadmBootstrapFormatIgnition=true"), nil, nil},
 		{managerName, "infrastructure-packet", "cluster-api-provider-packet-system", s.cfg.Manager,
 			s.cfg.ExtraManagerArgs, []string{"PACKET_API_URL=" + s.SimURL + "/metal/v1/", "PACKET_API_KEY=" + SimToken,
-				"LBAAS_API_URL=" + s.SimURL + "/lbaas/", "METAL_TOKEN_EXCHANGE_URL=" + s.SimURL + "/iam/api-keys/exchange"}},
+				"LBAAS_API_URL=" + s.SimURL + "/lbaas/", "METAL_TOKEN_EXCHANGE_URL=" + s.SimURL + "/iam/api-keys/exchange"},
+			s.cfg.ExtraManagerEnv},
 	}
 }
 
@@ -249,10 +252,7 @@ func (s *Sandbox) managerComponent(i int, m managerSpec) *Component {
 	c.args = append(slices.Clone(c.commonArgs), m.args...)
 	kubeEnv := []string{"KUBECONFIG=" + s.Kubeconfig}
 	c.commonEnv = append(append([]string{"POD_NAMESPACE=" + m.namespace, "POD_NAME=" + m.name + "-sandbox"}, kubeEnv...), m.env...)
-	c.env = c.commonEnv
-	if m.name == managerName {
-		c.env = append(slices.Clone(c.commonEnv), s.cfg.ExtraManagerEnv...)
-	}
+	c.env = append(slices.Clone(c.commonEnv), m.extraEnv...)
 	healthURL := fmt.Sprintf("http://127.0.0.1:%d/readyz", c.healthPort)
 	webhookAddr := fmt.Sprintf("127.0.0.1:%d", c.webhookPort)
 	c.ready = func(ctx context.Context) error {
